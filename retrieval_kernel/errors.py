@@ -1,0 +1,91 @@
+"""Every error the core raises, in one tree.
+
+::
+
+    RetrievalKernelError                 base: catch this to handle any of ours
+    ├── InputError                       the caller asked for something we cannot do
+    │   ├── EmptyQueryError              query is empty or whitespace
+    │   ├── QueryTooLongError            query exceeds MAX_QUERY_CHARS
+    │   ├── BudgetError                  budget unit/limit out of range
+    │   │   └── BudgetTooSmallError      limit below the size of an empty packet
+    │   ├── DateError                    an as-of date that does not parse
+    │   └── NotesDirError                notes root missing or not a directory
+    ├── NoteError                        one note cannot be read (others still index)
+    │   ├── NoteDecodeError              file is not valid UTF-8
+    │   └── FrontMatterError             front matter is not valid YAML / not a mapping
+    ├── StoreError                       the record store cannot be opened or written
+    └── SuiteError                       an evaluation suite is malformed
+        └── FrozenInputChangedError      frozen corpus/questions differ from the manifest
+
+Adapters (magics, CLI) turn these into ``UsageError`` / exit codes; the core never
+prints or exits.
+"""
+
+from __future__ import annotations
+
+
+class RetrievalKernelError(Exception):
+    """Base class of every error raised by retrieval_kernel."""
+
+
+class InputError(RetrievalKernelError, ValueError):
+    """The caller's input cannot be served as given."""
+
+
+class EmptyQueryError(InputError):
+    """The query is empty or only whitespace."""
+
+
+class QueryTooLongError(InputError):
+    """The query is longer than the accepted maximum."""
+
+
+class BudgetError(InputError):
+    """The budget's unit or limit is outside the accepted range."""
+
+
+class BudgetTooSmallError(BudgetError):
+    """The budget cannot hold even a packet without evidence."""
+
+    def __init__(self, message: str, minimum: int) -> None:
+        super().__init__(message)
+        self.minimum = minimum
+
+
+class DateError(InputError):
+    """A date or datetime string could not be parsed."""
+
+
+class NotesDirError(InputError):
+    """The notes root does not exist or is not a directory."""
+
+
+class NoteError(RetrievalKernelError):
+    """A single note could not be parsed; it is reported and skipped."""
+
+    def __init__(self, path: str, message: str, line: int | None = None) -> None:
+        where = f"{path}:{line}" if line is not None else path
+        super().__init__(f"{where}: {message}")
+        self.path = path
+        self.line = line
+        self.detail = message
+
+
+class NoteDecodeError(NoteError):
+    """The note's bytes are not valid UTF-8."""
+
+
+class FrontMatterError(NoteError):
+    """The note's YAML front matter is malformed or not a mapping."""
+
+
+class StoreError(RetrievalKernelError):
+    """The record store cannot be opened, read or written."""
+
+
+class SuiteError(RetrievalKernelError):
+    """An evaluation suite or question file is malformed."""
+
+
+class FrozenInputChangedError(SuiteError):
+    """A frozen evaluation input no longer matches its recorded sha256."""
