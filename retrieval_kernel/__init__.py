@@ -1,0 +1,30 @@
+"""retrieval_kernel: cited, budgeted evidence packets from your project notes, in Jupyter.
+
+``%load_ext retrieval_kernel`` registers the ``%context`` magics; from Python use
+:class:`Workspace` (index and query a notes folder) and the :class:`Packet` it returns.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .errors import RetrievalKernelError
+from .packet import Evidence, Packet
+from .workspace import Workspace
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+
+__version__ = "0.1.0"
+__all__ = ["Evidence", "Packet", "RetrievalKernelError", "Workspace", "__version__", "load_ipython_extension"]
+
+
+def load_ipython_extension(ipython: InteractiveShell) -> None:
+    """Register the ``%context`` magics (``%load_ext retrieval_kernel``)."""
+    from .magics import ContextMagics
+
+    ipython.register_magics(ContextMagics)
+
+
+def _jupyter_labextension_paths() -> list[dict[str, Any]]:  # pragma: no cover - no lab extension yet
+    return []

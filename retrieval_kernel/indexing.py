@@ -1,0 +1,113 @@
+"""Bring the record store in step with the notes on disk.
+
+A file whose size and mtime match the stored row is taken as unchanged without
+reading it; otherwise its bytes are hashed and only a changed hash makes a new
+revision. A note that cannot be parsed is reported and its last good revision
+stays in the store (nothing already indexed is lost).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import NoteError, StoreError
+from .notes import DEFAULT_MAX_PASSAGE_CHARS, Note, default_module, discover_notes, read_note
+from .records import RecordStore, utc_now
+
+LOCK_NAME = "refresh.lock"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A note that could not be (re)indexed, and why."""
+
+    path: str
+    message: str
+    kept_last_good: bool
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    """What one sync of the notes into the record store did."""
+
+    added: tuple[str, ...] = ()
+    updated: tuple[str, ...] = ()
+    deleted: tuple[str, ...] = ()
+    unchanged: int = 0
+    problems: tuple[Problem, ...] = ()
+    warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.updated or self.deleted)
+
+
+@contextmanager
+def refresh_lock(store_dir: Path) -> Iterator[None]:
+    """Hold the store's exclusive refresh lock (one publisher at a time)."""
+    try:
+        handle = open(store_dir / LOCK_NAME, "a+")
+    except OSError as exc:
+        raise StoreError(f"cannot take the refresh lock in {store_dir}: {exc}") from exc
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def sync_notes(
+    notes_root: Path, records: RecordStore, max_passage_chars: int = DEFAULT_MAX_PASSAGE_CHARS
+) -> SyncReport:
+    """Add, update and tombstone documents so the store matches ``notes_root``."""
+    stored = records.documents()
+    added: list[str] = []
+    updated: list[str] = []
+    problems: list[Problem] = []
+    warnings: list[str] = []
+    unchanged = 0
+    seen: set[str] = set()
+    modules = {doc.module: doc.path for doc in stored.values()}
+    for path in discover_notes(notes_root):
+        rel = path.relative_to(notes_root).as_posix()
+        seen.add(rel)
+        stat = path.stat()
+        previous = stored.get(rel)
+        if previous and (previous.size, previous.mtime_ns) == (stat.st_size, stat.st_mtime_ns):
+            unchanged += 1
+            continue
+        raw_hash = hashlib.sha256(path.read_bytes()).hexdigest()
+        if previous and previous.sha256 == raw_hash:
+            records.touch(rel, stat.st_size, stat.st_mtime_ns)
+            unchanged += 1
+            continue
+        try:
+            note = _read_unique(notes_root, path, modules, max_passage_chars)
+        except NoteError as exc:
+            problems.append(Problem(rel, str(exc), kept_last_good=previous is not None))
+            continue
+        warnings.extend(note.warnings)
+        modules[note.module] = rel
+        records.upsert(note, stat.st_size, stat.st_mtime_ns, utc_now())
+        (updated if previous else added).append(rel)
+    deleted = sorted(set(stored) - seen)
+    for rel in deleted:
+        records.delete(rel, utc_now())
+    return SyncReport(tuple(added), tuple(updated), tuple(deleted), unchanged, tuple(problems), tuple(warnings))
+
+
+def _read_unique(root: Path, path: Path, modules: dict[str, str], max_chars: int) -> Note:
+    """Read a note; if its declared id is taken by another file, fall back to its path."""
+    note = read_note(root, path, max_chars)
+    owner = modules.get(note.module)
+    if owner is None or owner == note.path:
+        return note
+    fallback = read_note(root, path, max_chars, module=default_module(note.path))
+    message = f"{note.path}: id {note.module!r} is already used by {owner}; using the path as its id"
+    return Note(**{**fallback.__dict__, "warnings": fallback.warnings + (message,)})

@@ -1,0 +1,158 @@
+"""The lexical projection: a Whoosh BM25F index derived from the record store.
+
+Two fields are searched: ``heading`` (note title plus heading path) and ``body``.
+A query is analysed with the same analyzer as the passages (lower-case, stop
+words removed, Porter2 stems, so "deploy", "deployment" and "deploying" meet) and
+becomes an OR of its terms over both fields; heading matches get ``HEADING_BOOST``.
+Query text is never handed to Whoosh's query parser, so punctuation such as
+``?``, ``:`` or quotes cannot be misread as syntax.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from whoosh import index as whoosh_index
+from whoosh.analysis import Analyzer, StemmingAnalyzer
+from whoosh.fields import ID, TEXT, Schema
+from whoosh.lang.porter2 import stem as porter2_stem
+from whoosh.query import Or, Term
+from whoosh.scoring import BM25F
+
+from .records import ProjectionState, RecordStore, utc_now
+
+NAME = "lexical"
+K1 = 1.2
+B = 0.75
+HEADING_BOOST = 2.0
+SCORE_BASIS = f"BM25F (Whoosh; k1={K1}, b={B}; heading boost {HEADING_BOOST}; Porter2 stems)"
+
+
+def make_analyzer() -> Analyzer:
+    """Lower-case word tokens, English stop words dropped, Porter2 stems."""
+    return StemmingAnalyzer(stemfn=porter2_stem)
+
+
+def analyze(text: str, analyzer: Analyzer | None = None) -> list[str]:
+    """The distinct index terms of ``text``, in order of first appearance."""
+    analyzer = analyzer or make_analyzer()
+    return list(dict.fromkeys(token.text for token in analyzer(text)))
+
+
+def make_schema() -> Schema:
+    analyzer = make_analyzer()
+    return Schema(
+        id=ID(stored=True, unique=True),
+        path=ID(),
+        heading=TEXT(analyzer=analyzer),
+        body=TEXT(analyzer=analyzer),
+    )
+
+
+@dataclass(frozen=True)
+class LexicalHit:
+    """One passage matched by the lexical lane."""
+
+    passage_id: str
+    score: float
+    matched_terms: tuple[str, ...]
+
+
+class LexicalProjection:
+    """The Whoosh index under ``store_dir/lexical``, kept in step with the change log."""
+
+    def __init__(self, store_dir: Path) -> None:
+        self.folder = store_dir / NAME
+        self._index: Any = None
+        self._searcher: Any = None
+        self._analyzer = make_analyzer()
+
+    # ------------------------------------------------------------ building
+
+    def sync(self, records: RecordStore) -> ProjectionState:
+        """Apply every change after this projection's high-water mark."""
+        state = records.projection(NAME)
+        if state is None or not whoosh_index.exists_in(self.folder):
+            return self.rebuild(records, version=(state.version + 1) if state else 1)
+        changes = records.changes_since(state.high_water)
+        if not changes:
+            return state
+        changed_paths = sorted({path for _, path, _ in changes})
+        writer = self._open().writer()
+        for path in changed_paths:
+            writer.delete_by_term("path", path)
+            for passage in records.passages_of(path):
+                writer.add_document(**_fields(passage.id, passage.path, passage.heading_path, passage.text))
+        writer.commit()
+        return self._publish(records, ProjectionState(NAME, state.version, changes[-1][0], utc_now()))
+
+    def rebuild(self, records: RecordStore, version: int) -> ProjectionState:
+        """Build the whole index from the record store."""
+        self.close()
+        if self.folder.exists():
+            shutil.rmtree(self.folder)
+        self.folder.mkdir(parents=True)
+        high_water = records.high_water()
+        writer = whoosh_index.create_in(self.folder, make_schema()).writer()
+        for stored in records.passages().values():
+            p = stored.passage
+            writer.add_document(**_fields(p.id, p.path, p.heading_path, p.text))
+        writer.commit()
+        return self._publish(records, ProjectionState(NAME, version, high_water, utc_now()))
+
+    def _publish(self, records: RecordStore, state: ProjectionState) -> ProjectionState:
+        records.set_projection(state)
+        if self._searcher is not None:
+            self._searcher = self._searcher.refresh()
+        return state
+
+    # ------------------------------------------------------------ searching
+
+    def search(self, text: str, limit: int) -> list[LexicalHit]:
+        """Top ``limit`` passages for ``text``; ties broken by passage id."""
+        terms = analyze(text, self._analyzer)
+        if not terms or not whoosh_index.exists_in(self.folder):
+            return []
+        query = Or(
+            [Term("heading", t, boost=HEADING_BOOST) for t in terms] + [Term("body", t) for t in terms]
+        )
+        results = self._search_with(query, limit)
+        return sorted(results, key=lambda hit: (-round(hit.score, 9), hit.passage_id))
+
+    def _search_with(self, query: Any, limit: int) -> list[LexicalHit]:
+        searcher = self._get_searcher()
+        results = searcher.search(query, limit=limit, terms=True)
+        hits = []
+        for hit in results:
+            matched = sorted({term.decode() if isinstance(term, bytes) else str(term) for _, term in hit.matched_terms()})
+            hits.append(LexicalHit(hit["id"], float(hit.score), tuple(matched)))
+        return hits
+
+    def document_count(self) -> int:
+        return int(self._get_searcher().doc_count()) if whoosh_index.exists_in(self.folder) else 0
+
+    def _open(self) -> Any:
+        if self._index is None:
+            self._index = whoosh_index.open_dir(self.folder)
+        return self._index
+
+    def _get_searcher(self) -> Any:
+        if self._searcher is None:
+            self._searcher = self._open().searcher(weighting=BM25F(B=B, K1=K1))
+        elif not self._searcher.up_to_date():
+            self._searcher = self._searcher.refresh()
+        return self._searcher
+
+    def close(self) -> None:
+        if self._searcher is not None:
+            self._searcher.close()
+        self._searcher = None
+        self._index = None
+
+
+def _fields(passage_id: str, path: str, heading_path: Sequence[str], text: str) -> dict[str, str]:
+    return {"id": passage_id, "path": path, "heading": " / ".join(heading_path), "body": text}

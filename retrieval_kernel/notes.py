@@ -1,0 +1,369 @@
+"""Notes → passages: find Markdown notes, read front matter, split by heading.
+
+Line numbers are 1-based and inclusive. A *line* is the text between line
+terminators after universal-newline decoding (``\\r\\n`` and ``\\r`` count as
+``\\n``), exactly as ``Path.read_text().split("\\n")`` sees it. Every passage's
+``text`` is the join of its cited lines, so an excerpt can always be checked
+against its source.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import yaml
+
+from .errors import FrontMatterError, NoteDecodeError, NotesDirError
+
+NOTE_SUFFIXES = frozenset({".md", ".markdown"})
+DEFAULT_MAX_PASSAGE_CHARS = 2400
+
+_ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_FRONT_MATTER_END = frozenset({"---", "..."})
+
+
+@dataclass(frozen=True)
+class Passage:
+    """One citable section (or part of one) of a note."""
+
+    id: str
+    path: str
+    module: str
+    heading: str
+    heading_path: tuple[str, ...]
+    line_start: int
+    line_end: int
+    text: str
+    sha256: str
+
+
+@dataclass(frozen=True)
+class Note:
+    """A parsed note: identity, metadata as written, and its passages."""
+
+    path: str
+    module: str
+    title: str
+    sha256: str
+    metadata: Mapping[str, Any]
+    observed_at: str | None
+    passages: tuple[Passage, ...]
+    warnings: tuple[str, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class _Section:
+    heading: str
+    heading_path: tuple[str, ...]
+    first: int  # 0-based index of the first line (the heading line, if any)
+    stop: int  # 0-based index one past the last line
+
+
+# ---------------------------------------------------------------- discovery
+
+
+def discover_notes(root: Path) -> list[Path]:
+    """Return every note file under ``root``, sorted by relative path.
+
+    Hidden files and folders (including the store ``.retrieval_kernel/``) are
+    skipped, and so are symlinks that resolve outside the root.
+    """
+    if not root.exists():
+        raise NotesDirError(f"notes directory {root} does not exist")
+    if not root.is_dir():
+        raise NotesDirError(f"notes path {root} is not a directory")
+    real_root = root.resolve()
+    found = [p for p in _walk(root) if _is_note_inside(p, real_root)]
+    return sorted(found, key=lambda p: p.relative_to(root).as_posix())
+
+
+def _walk(folder: Path) -> Iterator[Path]:
+    for entry in sorted(folder.iterdir()):
+        if entry.name.startswith("."):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            yield from _walk(entry)
+        elif entry.is_file() and entry.suffix.lower() in NOTE_SUFFIXES:
+            yield entry
+
+
+def _is_note_inside(path: Path, real_root: Path) -> bool:
+    return not path.is_symlink() or path.resolve().is_relative_to(real_root)
+
+
+# ---------------------------------------------------------------- reading
+
+
+def read_note(
+    root: Path, path: Path, max_passage_chars: int = DEFAULT_MAX_PASSAGE_CHARS, module: str | None = None
+) -> Note:
+    """Read and parse one note file; raise a ``NoteError`` subclass if it cannot be."""
+    rel = path.relative_to(root).as_posix()
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise NoteDecodeError(rel, f"not valid UTF-8 (byte {exc.start}); re-save it as UTF-8") from exc
+    digest = hashlib.sha256(raw).hexdigest()
+    return parse_note(rel, text, sha256=digest, max_passage_chars=max_passage_chars, module=module)
+
+
+def source_lines(text: str) -> list[str]:
+    """Split decoded text into lines with universal-newline rules."""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def parse_note(
+    rel_path: str,
+    text: str,
+    sha256: str | None = None,
+    max_passage_chars: int = DEFAULT_MAX_PASSAGE_CHARS,
+    module: str | None = None,
+) -> Note:
+    """Parse a note's decoded text into a :class:`Note` with its passages.
+
+    ``module`` overrides the identity the note declares (used when two notes
+    declare the same ``id``).
+    """
+    lines = source_lines(text)
+    metadata, body_start = _front_matter(rel_path, lines)
+    warnings: list[str] = []
+    module = module or _module_of(rel_path, metadata, warnings)
+    title = _title_of(rel_path, metadata, lines[body_start:])
+    observed_at = _observed_of(metadata, warnings)
+    sections = _sections(lines, body_start, title)
+    passages = _passages(rel_path, module, lines, sections, max_passage_chars)
+    return Note(
+        path=rel_path,
+        module=module,
+        title=title,
+        sha256=sha256 or hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        metadata=metadata,
+        observed_at=observed_at,
+        passages=passages,
+        warnings=tuple(warnings),
+    )
+
+
+# ---------------------------------------------------------------- front matter
+
+
+def _front_matter(rel_path: str, lines: list[str]) -> tuple[dict[str, Any], int]:
+    """Return (metadata, index of the first body line)."""
+    if not lines or lines[0].lstrip("\ufeff").rstrip() != "---":
+        return {}, 0
+    for index in range(1, len(lines)):
+        if lines[index].rstrip() in _FRONT_MATTER_END:
+            return _load_yaml(rel_path, "\n".join(lines[1:index])), index + 1
+    raise FrontMatterError(rel_path, "front matter opened with '---' is never closed", line=1)
+
+
+def _load_yaml(rel_path: str, block: str) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(block) if block.strip() else {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 2 if mark is not None else 1
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise FrontMatterError(rel_path, f"front matter is not valid YAML: {problem}", line=line) from exc
+    if not isinstance(data, dict):
+        kind = type(data).__name__
+        raise FrontMatterError(rel_path, f"front matter must be a mapping of keys to values, got {kind}", line=2)
+    return {str(key): _json_safe(value) for key, value in data.items()}
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, (dt.date, dt.datetime)):
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [_json_safe(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
+
+
+def _module_of(rel_path: str, metadata: Mapping[str, Any], warnings: list[str]) -> str:
+    declared = metadata.get("id")
+    if isinstance(declared, (str, int)) and str(declared).strip():
+        return str(declared).strip()
+    if declared is not None:
+        warnings.append(f"{rel_path}: front matter id {declared!r} is not a usable name; using the path")
+    return default_module(rel_path)
+
+
+def default_module(rel_path: str) -> str:
+    """A note's identity when it declares none: its path without the suffix."""
+    return str(PurePosixPath(rel_path).with_suffix(""))
+
+
+def _title_of(rel_path: str, metadata: Mapping[str, Any], body: list[str]) -> str:
+    if isinstance(metadata.get("title"), str) and metadata["title"].strip():
+        return str(metadata["title"]).strip()
+    for line in body:
+        match = _ATX_HEADING.match(line)
+        if match and len(match.group(1)) == 1 and match.group(2):
+            return match.group(2).strip()
+    return PurePosixPath(rel_path).stem
+
+
+def _observed_of(metadata: Mapping[str, Any], warnings: list[str]) -> str | None:
+    value = metadata.get("observed")
+    if value is None:
+        return None
+    try:
+        return parse_when(str(value)).isoformat()
+    except ValueError:
+        warnings.append(f"observed {value!r} is not an ISO date; source time is unknown")
+        return None
+
+
+def parse_when(text: str) -> dt.date | dt.datetime:
+    """Parse an ISO date or datetime (``Z`` allowed); raise ``ValueError`` otherwise."""
+    text = text.strip()
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+        return dt.date.fromisoformat(text)
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+# ---------------------------------------------------------------- sections
+
+
+def _sections(lines: list[str], body_start: int, title: str) -> list[_Section]:
+    """Cut the body into sections at ATX headings outside fenced code."""
+    cuts: list[tuple[int, int, str]] = []  # (line index, level, text)
+    fence: str | None = None
+    for index in range(body_start, len(lines)):
+        line = lines[index]
+        fence_match = _FENCE.match(line)
+        if fence_match:
+            marker = fence_match.group(1)
+            if fence is None:
+                fence = marker
+            elif marker[0] == fence[0] and len(marker) >= len(fence):
+                fence = None
+            continue
+        heading = _ATX_HEADING.match(line) if fence is None else None
+        if heading:
+            cuts.append((index, len(heading.group(1)), (heading.group(2) or "").strip()))
+
+    sections: list[_Section] = []
+    first_cut = cuts[0][0] if cuts else len(lines)
+    if first_cut > body_start:
+        sections.append(_Section(title, (title,), body_start, first_cut))
+    stack: list[tuple[int, str]] = []
+    for position, (index, level, text) in enumerate(cuts):
+        stop = cuts[position + 1][0] if position + 1 < len(cuts) else len(lines)
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, text))
+        path = tuple(t for _, t in stack)
+        sections.append(_Section(text, path, index, stop))
+    return sections
+
+
+def _passages(
+    rel_path: str, module: str, lines: list[str], sections: list[_Section], max_chars: int
+) -> tuple[Passage, ...]:
+    passages: list[Passage] = []
+    used_ids: set[str] = set()
+    for section in sections:
+        span = _trim_blank(lines, section.first, section.stop)
+        if span is None or not _has_body(lines, section, span):
+            continue
+        base_id = _unique(f"{module}#{slugify(section.heading)}", used_ids)
+        chunks = _chunks(lines, span[0], span[1], max_chars)
+        for part, (start, stop) in enumerate(chunks, 1):
+            text = "\n".join(lines[start:stop])
+            passages.append(
+                Passage(
+                    id=base_id if part == 1 else f"{base_id}~{part}",
+                    path=rel_path,
+                    module=module,
+                    heading=section.heading,
+                    heading_path=section.heading_path,
+                    line_start=start + 1,
+                    line_end=stop,
+                    text=text,
+                    sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+                )
+            )
+    return tuple(passages)
+
+
+def _trim_blank(lines: list[str], start: int, stop: int) -> tuple[int, int] | None:
+    while start < stop and not lines[start].strip():
+        start += 1
+    while stop > start and not lines[stop - 1].strip():
+        stop -= 1
+    return (start, stop) if start < stop else None
+
+
+def _has_body(lines: list[str], section: _Section, span: tuple[int, int]) -> bool:
+    """A section that is only its heading line carries nothing to cite."""
+    starts_with_heading = span[0] == section.first and _ATX_HEADING.match(lines[span[0]]) is not None
+    return span[1] - span[0] > (1 if starts_with_heading else 0)
+
+
+def _chunks(lines: list[str], start: int, stop: int, max_chars: int) -> list[tuple[int, int]]:
+    """Split ``lines[start:stop]`` into ranges of at most ``max_chars``.
+
+    Cuts fall on blank lines between paragraphs when possible, else between
+    lines; a single line longer than ``max_chars`` stays whole (never cut mid-line).
+    """
+    if _size(lines, start, stop) <= max_chars:
+        return [(start, stop)]
+    chunks: list[tuple[int, int]] = []
+    chunk_start = start
+    for block_start, block_stop in _blocks(lines, start, stop, max_chars):
+        if block_start > chunk_start and _size(lines, chunk_start, block_stop) > max_chars:
+            chunks.append(_trim_blank(lines, chunk_start, block_start) or (chunk_start, block_start))
+            chunk_start = block_start
+    chunks.append((chunk_start, stop))
+    return [c for c in (_trim_blank(lines, a, b) for a, b in chunks) if c is not None]
+
+
+def _blocks(lines: list[str], start: int, stop: int, max_chars: int) -> Iterator[tuple[int, int]]:
+    """Yield paragraph ranges; a paragraph over ``max_chars`` yields its lines one by one."""
+    index = start
+    while index < stop:
+        end = index + 1
+        while end < stop and lines[end].strip():
+            end += 1
+        while end < stop and not lines[end].strip():
+            end += 1
+        if _size(lines, index, end) > max_chars:
+            yield from ((i, i + 1) for i in range(index, end))
+        else:
+            yield index, end
+        index = end
+
+
+def _size(lines: list[str], start: int, stop: int) -> int:
+    return sum(len(line) + 1 for line in lines[start:stop]) - 1 if stop > start else 0
+
+
+def slugify(text: str) -> str:
+    """Lower-case, hyphen-separated form of a heading for passage ids."""
+    slug = re.sub(r"[^\w]+", "-", text.lower(), flags=re.UNICODE).strip("-_")
+    return slug or "section"
+
+
+def _unique(candidate: str, used: set[str]) -> str:
+    name, counter = candidate, 2
+    while name in used:
+        name = f"{candidate}-{counter}"
+        counter += 1
+    used.add(name)
+    return name
