@@ -21,9 +21,12 @@ __all__ = ["Evidence", "Packet", "RetrievalKernelError", "Workspace", "__version
 
 def load_ipython_extension(ipython: InteractiveShell) -> None:
     """Register the ``%context`` magics (``%load_ext retrieval_kernel``)."""
-    from .magics import ContextMagics
+    from .magics import ContextMagics, route_context_lines
 
     ipython.register_magics(ContextMagics)
+    transforms = ipython.input_transformer_manager.line_transforms
+    if route_context_lines not in transforms:
+        transforms.append(route_context_lines)
 
 
 def _jupyter_labextension_paths() -> list[dict[str, Any]]:  # pragma: no cover - no lab extension yet

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from .errors import BudgetTooSmallError
-from .freshness import freshness_label, fresh_for_days, source_age_days
+from .freshness import fresh_for_days, freshness_label, source_age_days
+from .notes import HEADING_LINE
 from .packet import Evidence, LaneHit, Packet
 from .records import StoredPassage
 
@@ -36,7 +37,8 @@ def assemble(shell: Packet, candidates: Sequence[RankedCandidate], as_of: dt.dat
 
     Raises ``BudgetTooSmallError`` when even a packet without evidence exceeds the budget.
     """
-    empty = _packet(shell, [], len(candidates), ABSTAIN_NOTHING_FITS if candidates else shell.abstention_reason)
+    reason = ABSTAIN_NOTHING_FITS if candidates else shell.abstention_reason
+    empty = _packet(shell, [], min(top, len(candidates)), reason)
     if empty.budget.used > shell.budget.limit:
         raise BudgetTooSmallError(
             f"a packet for this query needs at least {empty.budget.used:,} {shell.budget.unit} "
@@ -45,9 +47,7 @@ def assemble(shell: Packet, candidates: Sequence[RankedCandidate], as_of: dt.dat
         )
     admitted: list[Evidence] = []
     left_out = 0
-    for candidate in candidates:
-        if len(admitted) == top:
-            break
+    for candidate in candidates[:top]:
         item = _fit(shell, admitted, len(candidates), _evidence(candidate, len(admitted) + 1, as_of))
         if item is None:
             left_out += 1
@@ -80,14 +80,25 @@ def _fit(shell: Packet, admitted: list[Evidence], worst_left_out: int, item: Evi
     if fits(item):
         return item
     lines = item.excerpt.split("\n")
-    low, high = 0, len(lines) - 1  # invariant: `low` lines fit (0 = nothing), `high + 1` do not
+    shortest = _shortest_useful(lines)
+    if shortest >= len(lines) or not fits(_cut(item, lines, shortest)):
+        return None
+    low, high = shortest, len(lines) - 1  # invariant: `low` lines fit, `high + 1` do not
     while low < high:
         middle = (low + high + 1) // 2
         if fits(_cut(item, lines, middle)):
             low = middle
         else:
             high = middle - 1
-    return _cut(item, lines, low) if low else None
+    return _cut(item, lines, low)
+
+
+def _shortest_useful(lines: list[str]) -> int:
+    """Fewest leading lines that include one line of content (not blank, not a heading)."""
+    for index, line in enumerate(lines):
+        if line.strip() and not HEADING_LINE.match(line):
+            return index + 1
+    return len(lines)
 
 
 def _cut(item: Evidence, lines: list[str], keep: int) -> Evidence:

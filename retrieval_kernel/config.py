@@ -47,7 +47,7 @@ def project_settings(start: Path | None = None) -> dict[str, Any]:
 def default_store_dir(notes_root: Path) -> Path:
     """``.retrieval_kernel/`` inside the notes root, or a per-root cache folder if that is read-only."""
     beside = notes_root / STORE_FOLDER
-    if beside.is_dir() and os.access(beside, os.W_OK) or os.access(notes_root, os.W_OK):
+    if (beside.is_dir() and os.access(beside, os.W_OK)) or os.access(notes_root, os.W_OK):
         return beside
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     key = hashlib.sha256(str(notes_root.resolve()).encode()).hexdigest()[:16]

@@ -20,7 +20,7 @@ _DURATION = re.compile(r"^\s*(\d+)\s*([dw]?)\s*$")
 def parse_as_of(value: str | dt.date | None, today: dt.date | None = None) -> dt.date:
     """The evaluation clock as a date: ISO text, a date, or ``None`` for today (UTC)."""
     if value is None:
-        return today or dt.datetime.now(dt.timezone.utc).date()
+        return today or dt.datetime.now(dt.UTC).date()
     if isinstance(value, dt.datetime):
         return value.date()
     if isinstance(value, dt.date):

@@ -12,7 +12,7 @@ import fcntl
 import hashlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .errors import NoteError, StoreError
@@ -51,7 +51,7 @@ class SyncReport:
 def refresh_lock(store_dir: Path) -> Iterator[None]:
     """Hold the store's exclusive refresh lock (one publisher at a time)."""
     try:
-        handle = open(store_dir / LOCK_NAME, "a+")
+        handle = open(store_dir / LOCK_NAME, "a+")  # noqa: SIM115 - closed by the `with` below
     except OSError as exc:
         raise StoreError(f"cannot take the refresh lock in {store_dir}: {exc}") from exc
     with handle:
@@ -110,4 +110,4 @@ def _read_unique(root: Path, path: Path, modules: dict[str, str], max_chars: int
         return note
     fallback = read_note(root, path, max_chars, module=default_module(note.path))
     message = f"{note.path}: id {note.module!r} is already used by {owner}; using the path as its id"
-    return Note(**{**fallback.__dict__, "warnings": fallback.warnings + (message,)})
+    return replace(fallback, warnings=(*fallback.warnings, message))

@@ -39,8 +39,16 @@ def make_analyzer() -> Analyzer:
 
 def analyze(text: str, analyzer: Analyzer | None = None) -> list[str]:
     """The distinct index terms of ``text``, in order of first appearance."""
+    return list(term_words(text, analyzer))
+
+
+def term_words(text: str, analyzer: Analyzer | None = None) -> dict[str, str]:
+    """Each distinct index term of ``text`` mapped to the first word it came from."""
     analyzer = analyzer or make_analyzer()
-    return list(dict.fromkeys(token.text for token in analyzer(text)))
+    words: dict[str, str] = {}
+    for token in analyzer(text, chars=True):
+        words.setdefault(token.text, text[token.startchar : token.endchar].lower())
+    return words
 
 
 def make_schema() -> Schema:
@@ -114,23 +122,13 @@ class LexicalProjection:
 
     def search(self, text: str, limit: int) -> list[LexicalHit]:
         """Top ``limit`` passages for ``text``; ties broken by passage id."""
-        terms = analyze(text, self._analyzer)
-        if not terms or not whoosh_index.exists_in(self.folder):
+        words = term_words(text, self._analyzer)
+        if not words or not whoosh_index.exists_in(self.folder):
             return []
-        query = Or(
-            [Term("heading", t, boost=HEADING_BOOST) for t in terms] + [Term("body", t) for t in terms]
-        )
-        results = self._search_with(query, limit)
-        return sorted(results, key=lambda hit: (-round(hit.score, 9), hit.passage_id))
-
-    def _search_with(self, query: Any, limit: int) -> list[LexicalHit]:
-        searcher = self._get_searcher()
-        results = searcher.search(query, limit=limit, terms=True)
-        hits = []
-        for hit in results:
-            matched = sorted({term.decode() if isinstance(term, bytes) else str(term) for _, term in hit.matched_terms()})
-            hits.append(LexicalHit(hit["id"], float(hit.score), tuple(matched)))
-        return hits
+        query = Or([Term("heading", t, boost=HEADING_BOOST) for t in words] + [Term("body", t) for t in words])
+        results = self._get_searcher().search(query, limit=limit, terms=True)
+        hits = [LexicalHit(hit["id"], float(hit.score), _matched_words(hit, words)) for hit in results]
+        return sorted(hits, key=lambda hit: (-round(hit.score, 9), hit.passage_id))
 
     def document_count(self) -> int:
         return int(self._get_searcher().doc_count()) if whoosh_index.exists_in(self.folder) else 0
@@ -152,6 +150,12 @@ class LexicalProjection:
             self._searcher.close()
         self._searcher = None
         self._index = None
+
+
+def _matched_words(hit: Any, words: dict[str, str]) -> tuple[str, ...]:
+    """The query words (as typed, lower-cased) whose terms this hit contains, in query order."""
+    stems = {term.decode() if isinstance(term, bytes) else str(term) for _, term in hit.matched_terms()}
+    return tuple(word for stem, word in words.items() if stem in stems)
 
 
 def _fields(passage_id: str, path: str, heading_path: Sequence[str], text: str) -> dict[str, str]:

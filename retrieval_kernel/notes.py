@@ -24,7 +24,7 @@ from .errors import FrontMatterError, NoteDecodeError, NotesDirError
 NOTE_SUFFIXES = frozenset({".md", ".markdown"})
 DEFAULT_MAX_PASSAGE_CHARS = 2400
 
-_ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+HEADING_LINE = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _FRONT_MATTER_END = frozenset({"---", "..."})
 
@@ -212,7 +212,7 @@ def _title_of(rel_path: str, metadata: Mapping[str, Any], body: list[str]) -> st
     if isinstance(metadata.get("title"), str) and metadata["title"].strip():
         return str(metadata["title"]).strip()
     for line in body:
-        match = _ATX_HEADING.match(line)
+        match = HEADING_LINE.match(line)
         if match and len(match.group(1)) == 1 and match.group(2):
             return match.group(2).strip()
     return PurePosixPath(rel_path).stem
@@ -254,7 +254,7 @@ def _sections(lines: list[str], body_start: int, title: str) -> list[_Section]:
             elif marker[0] == fence[0] and len(marker) >= len(fence):
                 fence = None
             continue
-        heading = _ATX_HEADING.match(line) if fence is None else None
+        heading = HEADING_LINE.match(line) if fence is None else None
         if heading:
             cuts.append((index, len(heading.group(1)), (heading.group(2) or "").strip()))
 
@@ -312,7 +312,7 @@ def _trim_blank(lines: list[str], start: int, stop: int) -> tuple[int, int] | No
 
 def _has_body(lines: list[str], section: _Section, span: tuple[int, int]) -> bool:
     """A section that is only its heading line carries nothing to cite."""
-    starts_with_heading = span[0] == section.first and _ATX_HEADING.match(lines[span[0]]) is not None
+    starts_with_heading = span[0] == section.first and HEADING_LINE.match(lines[span[0]]) is not None
     return span[1] - span[0] > (1 if starts_with_heading else 0)
 
 

@@ -164,11 +164,9 @@ class Packet:
     # ------------------------------------------------------------ display
 
     def __repr__(self) -> str:
-        if self.abstained:
-            outcome = f"abstained: {self.abstention_reason}"
-        else:
-            outcome = f"{len(self.evidence)} evidence"
-        return f"<Packet {self.query[:40]!r} {outcome}; {self.budget.used:,}/{self.budget.limit:,} {self.budget.unit}>"
+        outcome = f"abstained: {self.abstention_reason}" if self.abstained else f"{len(self.evidence)} evidence"
+        size = f"{self.budget.used:,}/{self.budget.limit:,} {self.budget.unit}"
+        return f"<Packet {self.query[:40]!r} {outcome}; {size}>"
 
     def __str__(self) -> str:
         from .render import to_text

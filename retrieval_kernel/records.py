@@ -112,7 +112,7 @@ class ProjectionState:
 
 def utc_now() -> str:
     """The current UTC time, ISO 8601 with seconds and a ``Z``."""
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class RecordStore:
@@ -179,8 +179,16 @@ class RecordStore:
             db.execute(
                 "INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
                 (
-                    note.path, note.module, note.title, note.sha256, size, mtime_ns,
-                    json.dumps(dict(note.metadata), sort_keys=True), note.observed_at, revision, indexed_at,
+                    note.path,
+                    note.module,
+                    note.title,
+                    note.sha256,
+                    size,
+                    mtime_ns,
+                    json.dumps(dict(note.metadata), sort_keys=True),
+                    note.observed_at,
+                    revision,
+                    indexed_at,
                 ),
             )
             db.execute("DELETE FROM passages WHERE path = ?", (note.path,))
@@ -265,23 +273,46 @@ def _log(db: sqlite3.Connection, path: str, kind: str, sha256: str | None, revis
 
 def _passage_row(passage: Passage, ordinal: int) -> tuple[Any, ...]:
     return (
-        passage.id, passage.path, ordinal, passage.module, passage.heading,
-        json.dumps(list(passage.heading_path)), passage.line_start, passage.line_end,
-        passage.text, passage.sha256,
+        passage.id,
+        passage.path,
+        ordinal,
+        passage.module,
+        passage.heading,
+        json.dumps(list(passage.heading_path)),
+        passage.line_start,
+        passage.line_end,
+        passage.text,
+        passage.sha256,
     )
 
 
 def _document(row: tuple[Any, ...]) -> StoredDocument:
     return StoredDocument(
-        path=row[0], module=row[1], title=row[2], sha256=row[3], size=row[4], mtime_ns=row[5],
-        metadata=json.loads(row[6]), observed_at=row[7], revision=row[8], indexed_at=row[9],
+        path=row[0],
+        module=row[1],
+        title=row[2],
+        sha256=row[3],
+        size=row[4],
+        mtime_ns=row[5],
+        metadata=json.loads(row[6]),
+        observed_at=row[7],
+        revision=row[8],
+        indexed_at=row[9],
     )
 
 
 def _stored_passage(row: tuple[Any, ...]) -> StoredPassage:
     passage = Passage(
-        id=row[0], path=row[1], module=row[2], heading=row[3], heading_path=tuple(json.loads(row[4])),
-        line_start=row[5], line_end=row[6], text=row[7], sha256=row[8],
+        id=row[0],
+        path=row[1],
+        module=row[2],
+        heading=row[3],
+        heading_path=tuple(json.loads(row[4])),
+        line_start=row[5],
+        line_end=row[6],
+        text=row[7],
+        sha256=row[8],
     )
-    return StoredPassage(passage=passage, observed_at=row[9], indexed_at=row[10], metadata=json.loads(row[11]),
-                         revision=row[12])
+    return StoredPassage(
+        passage=passage, observed_at=row[9], indexed_at=row[10], metadata=json.loads(row[11]), revision=row[12]
+    )

@@ -17,7 +17,8 @@ from .errors import BudgetError, EmptyQueryError, NotesDirError, QueryTooLongErr
 from .freshness import parse_as_of
 from .fusion import reciprocal_rank_fusion
 from .indexing import SyncReport, refresh_lock, sync_notes
-from .lexical import NAME as LEXICAL, SCORE_BASIS, LexicalHit, LexicalProjection, analyze
+from .lexical import NAME as LEXICAL
+from .lexical import SCORE_BASIS, LexicalHit, LexicalProjection, analyze
 from .notes import DEFAULT_MAX_PASSAGE_CHARS, discover_notes
 from .packet import DEFAULT_BUDGET_LIMIT, DEFAULT_BUDGET_UNIT, Budget, LaneReport, Packet
 from .records import RecordStore
@@ -97,8 +98,10 @@ class Workspace:
         on_disk = {p.relative_to(self.notes_dir).as_posix(): p.stat() for p in discover_notes(self.notes_dir)}
         if set(stored) != set(on_disk):
             return True
-        return any((doc.size, doc.mtime_ns) != (on_disk[path].st_size, on_disk[path].st_mtime_ns)
-                   for path, doc in stored.items())
+        return any(
+            (doc.size, doc.mtime_ns) != (on_disk[path].st_size, on_disk[path].st_mtime_ns)
+            for path, doc in stored.items()
+        )
 
     # ------------------------------------------------------------ querying
 
@@ -149,10 +152,7 @@ class Workspace:
     def _lexical_report(self, hits: list[LexicalHit], projection_state: str) -> LaneReport:
         state = self.records.projection(LEXICAL)
         lag = self.records.high_water() - state.high_water if state else self.records.high_water()
-        if projection_state == STALE or lag:
-            status = "stale"
-        else:
-            status = "ok" if hits else "empty"
+        status = "stale" if projection_state == STALE or lag else "ok" if hits else "empty"
         return LaneReport(
             name=LEXICAL,
             status=status,  # type: ignore[arg-type]
@@ -212,6 +212,14 @@ def _warnings(outcome: RefreshOutcome) -> tuple[str, ...]:
 
 def _trace_id(query: str, clock: dt.date, budget: Budget, top: int, lane: LaneReport) -> str:
     """A deterministic id for this query against this exact projection state."""
-    material = [query, clock.isoformat(), budget.unit, budget.limit, top, lane.name, lane.index_version,
-                lane.high_water]
+    material = [
+        query,
+        clock.isoformat(),
+        budget.unit,
+        budget.limit,
+        top,
+        lane.name,
+        lane.index_version,
+        lane.high_water,
+    ]
     return hashlib.sha256(json.dumps(material).encode()).hexdigest()[:16]

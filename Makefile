@@ -1,0 +1,36 @@
+# Two commands for a newcomer: `make demo` and `make test`. Both create .venv and install first.
+VENV   ?= .venv
+PYTHON ?= python3
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+DEMO_STORE := .retrieval_kernel/workshop
+DEMO_QUESTION := Can a retrieved passage authorize deployment?
+
+.PHONY: setup demo test lint lab clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: setup
+	$(BIN)/retrieval-kernel index fixtures/workshop/notes --store $(DEMO_STORE)
+	$(BIN)/retrieval-kernel eval fixtures/workshop --output $(DEMO_STORE)-receipt.json
+	$(BIN)/ipython --no-banner --colors=NoColor -c '%load_ext retrieval_kernel' \
+		-c '%context --notes fixtures/workshop/notes --store $(DEMO_STORE) --as-of 2026-10-15 --max-bytes 4000 $(DEMO_QUESTION)'
+
+lint: setup
+	$(BIN)/ruff check retrieval_kernel tests scripts
+	$(BIN)/mypy
+
+test: lint
+	$(BIN)/pytest tests notebooks --nbval --nbval-sanitize-with notebooks/sanitize.cfg
+
+lab: setup
+	$(BIN)/jupyter lab --notebook-dir=notebooks
+
+clean:
+	rm -rf .retrieval_kernel .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,123 @@
+"""``retrieval-kernel``: the command-line adapter for scripts and agents.
+
+Exit codes: 0 success; 1 an evaluation gate failed (the receipt is still
+written); 2 bad input or usage (a message on stderr, no traceback); 3 frozen
+evaluation inputs changed, so nothing was scored.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from .errors import FrozenInputChangedError, RetrievalKernelError
+from .workspace import DEFAULT_TOP, Workspace
+
+EXIT_OK, EXIT_GATE_FAILED, EXIT_BAD_INPUT, EXIT_FROZEN_CHANGED = 0, 1, 2, 3
+
+
+def _index(args: argparse.Namespace) -> int:
+    with Workspace(args.notes_dir, args.store) as workspace:
+        report = workspace.index()
+        summary = {
+            "notes_dir": str(args.notes_dir),
+            "store": str(workspace.store_dir),
+            "added": list(report.added),
+            "updated": list(report.updated),
+            "deleted": list(report.deleted),
+            "unchanged": report.unchanged,
+            "passages": workspace.records.passage_count(),
+            "problems": [
+                {"path": p.path, "message": p.message, "kept_last_good": p.kept_last_good} for p in report.problems
+            ],
+            "warnings": list(report.warnings),
+        }
+    print(json.dumps(summary, indent=2, ensure_ascii=False))
+    return EXIT_OK
+
+
+def _query(args: argparse.Namespace) -> int:
+    with Workspace(args.notes, args.store) as workspace:
+        packet = workspace.query(
+            args.text,
+            as_of=args.as_of,
+            max_bytes=args.max_bytes,
+            max_chars=args.max_chars,
+            top=args.top,
+            refresh=not args.no_refresh,
+        )
+    renderers: dict[str, Callable[[], str]] = {
+        "json": packet.to_json,
+        "text": packet.__str__,
+        "markdown": packet._repr_markdown_,
+        "html": packet._repr_html_,
+    }
+    print(renderers[args.format]())
+    return EXIT_OK
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from .evaluation import run_suite
+
+    receipt = run_suite(args.suite_dir, questions=args.questions, progress=None)
+    text = json.dumps(receipt, indent=2, ensure_ascii=False)
+    if args.output:
+        Path(args.output).write_text(text + "\n", encoding="utf-8")
+    print(_eval_summary(receipt))
+    return EXIT_OK if receipt["passed"] else EXIT_GATE_FAILED
+
+
+def _eval_summary(receipt: dict[str, object]) -> str:
+    from .study import summary_table
+
+    verdict = "all gates passed" if receipt["passed"] else "A GATE FAILED"
+    return f"{summary_table(receipt)}\n{verdict}"
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"index": _index, "query": _query, "eval": _eval}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="retrieval-kernel", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    index = sub.add_parser("index", help="index (or incrementally refresh) a notes folder")
+    index.add_argument("notes_dir", type=Path)
+    index.add_argument("--store", type=Path, help="store folder (default: NOTES_DIR/.retrieval_kernel)")
+
+    query = sub.add_parser("query", help="print the evidence packet for a question")
+    query.add_argument("text", help="the question (quote it)")
+    query.add_argument("--notes", type=Path, required=True, help="notes folder")
+    query.add_argument("--store", type=Path)
+    query.add_argument("--as-of", help="clock for source ages, YYYY-MM-DD (default: today, UTC)")
+    budget = query.add_mutually_exclusive_group()
+    budget.add_argument("--max-bytes", type=int, help="cap the serialized packet in UTF-8 bytes")
+    budget.add_argument("--max-chars", type=int, help="cap the serialized packet in characters (default 20,000)")
+    query.add_argument("--top", type=int, default=DEFAULT_TOP, help=f"most evidence items (default {DEFAULT_TOP})")
+    query.add_argument("--format", choices=["json", "text", "markdown", "html"], default="json")
+    query.add_argument("--no-refresh", action="store_true", help="answer from the index as it is")
+
+    evaluate = sub.add_parser("eval", help="run a frozen evaluation suite and write a receipt")
+    evaluate.add_argument("suite_dir", type=Path)
+    evaluate.add_argument("--questions", type=Path, help="another question file in the suite's JSONL format")
+    evaluate.add_argument("--output", type=Path, help="where to write the receipt JSON")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except FrozenInputChangedError as exc:
+        print(f"retrieval-kernel: {exc}", file=sys.stderr)
+        return EXIT_FROZEN_CHANGED
+    except RetrievalKernelError as exc:
+        print(f"retrieval-kernel {args.command}: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

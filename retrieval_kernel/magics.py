@@ -1,0 +1,181 @@
+"""``%context`` / ``%%context``: the IPython adapter. It parses, calls the core, displays.
+
+Options come first and the rest of the line is the query, verbatim, so a
+question may contain apostrophes, quotes or ``--`` inside it::
+
+    %context --notes notes/ --as-of 2026-10-15 --max-bytes 4000 Who decides a record's owner?
+
+Settings are traitlets (``%config ContextMagics.notes_dir = "notes"``) and fall
+back to ``[tool.retrieval_kernel]`` in the nearest pyproject.toml.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, magics_class
+from traitlets import Bool, Integer, Unicode
+from traitlets.config import Configurable
+
+from .config import project_settings
+from .errors import RetrievalKernelError
+from .packet import Packet
+from .workspace import DEFAULT_TOP, Workspace
+
+_OPTION = re.compile(r"\s*(--(?:[A-Za-z][\w-]*)?)(?:=(\S+))?(?=\s|$)")
+_VALUE = re.compile(r"""\s*(?:"([^"]*)"|'([^']*)'|(\S+))""")
+_FLAGS = frozenset({"--json", "--no-refresh", "--refresh"})
+_MAGIC_LINE = re.compile(
+    r"^(?P<indent>[ \t]*)(?:(?P<target>[\w.]+)[ \t]*=[ \t]*)?%context\b(?P<rest>.*?)(?P<end>\r?\n)?$"
+)
+
+
+def route_context_lines(lines: list[str]) -> list[str]:
+    """Send ``%context ...`` lines straight to the magic.
+
+    IPython reads a trailing ``?`` as a help request (``deployment?`` would become
+    ``%pinfo deployment``), but questions end in ``?``. This line transform runs
+    before IPython's help syntax and turns the line into an explicit magic call.
+    """
+    routed = []
+    for line in lines:
+        match = _MAGIC_LINE.match(line)
+        if match is None:
+            routed.append(line)
+            continue
+        call = f"get_ipython().run_line_magic('context', {match['rest'].strip()!r})"
+        target = f"{match['target']} = " if match["target"] else ""
+        routed.append(f"{match['indent']}{target}{call}{match['end'] or ''}")
+    return routed
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # argparse would exit the kernel
+        raise UsageError(f"%context: {message}")
+
+
+def _option_parser() -> _Parser:
+    parser = _Parser(prog="%context", add_help=False)
+    parser.add_argument("--notes", dest="notes_dir")
+    parser.add_argument("--store", dest="store_dir")
+    parser.add_argument("--as-of", dest="as_of")
+    budget = parser.add_mutually_exclusive_group()
+    budget.add_argument("--max-bytes", type=int)
+    budget.add_argument("--max-chars", type=int)
+    parser.add_argument("--top", type=int)
+    parser.add_argument("--json", action="store_true")
+    refresh = parser.add_mutually_exclusive_group()
+    refresh.add_argument("--refresh", dest="refresh", action="store_true", default=None)
+    refresh.add_argument("--no-refresh", dest="refresh", action="store_false")
+    return parser
+
+
+def split_options(line: str) -> tuple[list[str], str]:
+    """Split leading ``--option [value]`` tokens from the free-text rest of the line."""
+    argv: list[str] = []
+    rest = line
+    while True:
+        match = _OPTION.match(rest)
+        if not match:
+            break
+        name, inline = match.group(1), match.group(2)
+        rest = rest[match.end() :]
+        if name == "--":
+            break
+        argv.append(name)
+        if inline is not None:
+            argv.append(inline)
+        elif name not in _FLAGS:
+            value = _VALUE.match(rest)
+            if not value:
+                raise UsageError(f"%context: option {name} needs a value")
+            argv.append(next(v for v in value.groups() if v is not None))
+            rest = rest[value.end() :]
+    return argv, rest.strip()
+
+
+@magics_class
+class ContextMagics(Magics, Configurable):
+    """Evidence packets from your notes, inline in the notebook."""
+
+    notes_dir = Unicode(None, allow_none=True, help="Folder of Markdown notes to search.").tag(config=True)
+    store_dir = Unicode(None, allow_none=True, help="Store folder (default: <notes>/.retrieval_kernel).").tag(
+        config=True
+    )
+    as_of = Unicode(None, allow_none=True, help="Clock for source ages, ISO date (default: today).").tag(config=True)
+    max_bytes = Integer(None, allow_none=True, help="Cap on the serialized packet in UTF-8 bytes.").tag(config=True)
+    max_chars = Integer(None, allow_none=True, help="Cap on the serialized packet in characters.").tag(config=True)
+    top = Integer(None, allow_none=True, help=f"Most evidence items (default {DEFAULT_TOP}).").tag(config=True)
+    refresh = Bool(None, allow_none=True, help="Re-index changed notes before answering (default on).").tag(config=True)
+
+    def __init__(self, shell: Any) -> None:
+        Configurable.__init__(self, config=shell.config)
+        Magics.__init__(self, shell=shell)
+        shell.configurables.append(self)
+        self._workspaces: dict[tuple[Path, Path | None], Workspace] = {}
+        self.last_packet: Packet | None = None
+
+    @line_cell_magic
+    def context(self, line: str, cell: str | None = None) -> Packet | None:
+        """Find the passages of your notes that apply to a question.
+
+        Usage: ``%context [options] QUESTION`` or ``%%context [options]`` with the
+        question in the cell. Options: ``--notes DIR``, ``--store DIR``,
+        ``--as-of YYYY-MM-DD``, ``--max-bytes N`` | ``--max-chars N``, ``--top N``,
+        ``--json`` (print the packet JSON), ``--no-refresh``.
+        """
+        argv, rest = split_options(line)
+        if cell is not None and rest:
+            raise UsageError("%%context: put options on the magic line and the question in the cell")
+        query = cell if cell is not None else rest
+        options = vars(_option_parser().parse_args(argv))
+        settings = self._settings(options)
+        try:
+            packet = self._workspace(settings).query(
+                query,
+                as_of=settings["as_of"],
+                max_bytes=settings["max_bytes"],
+                max_chars=settings["max_chars"],
+                top=settings["top"] or DEFAULT_TOP,
+                refresh=settings["refresh"] is not False,
+            )
+        except RetrievalKernelError as exc:
+            raise UsageError(f"%context: {exc}") from None
+        self.last_packet = packet
+        if options["json"]:
+            print(packet.to_json())
+            return None
+        return packet
+
+    def _settings(self, options: dict[str, Any]) -> dict[str, Any]:
+        """Merge: option > %config traitlet > pyproject > default (None)."""
+        try:
+            project = project_settings()
+        except RetrievalKernelError as exc:
+            raise UsageError(f"%context: {exc}") from None
+        keys = ("notes_dir", "store_dir", "as_of", "max_bytes", "max_chars", "top", "refresh")
+        merged = {key: _first(options.get(key), getattr(self, key), project.get(key)) for key in keys}
+        if options.get("max_bytes") is not None or options.get("max_chars") is not None:
+            merged["max_bytes"], merged["max_chars"] = options.get("max_bytes"), options.get("max_chars")
+        if merged["notes_dir"] is None:
+            raise UsageError(
+                "%context: no notes folder: pass --notes DIR, or %config ContextMagics.notes_dir = 'DIR', "
+                "or set notes_dir in [tool.retrieval_kernel] of pyproject.toml"
+            )
+        return merged
+
+    def _workspace(self, settings: dict[str, Any]) -> Workspace:
+        notes = Path(settings["notes_dir"]).expanduser().resolve()
+        store = Path(settings["store_dir"]).expanduser().resolve() if settings["store_dir"] else None
+        key = (notes, store)
+        if key not in self._workspaces:
+            self._workspaces[key] = Workspace(notes, store)
+        return self._workspaces[key]
+
+
+def _first(*values: Any) -> Any:
+    return next((value for value in values if value is not None), None)

@@ -1,0 +1,41 @@
+"""Shared fixtures for the retrieval_kernel test suite."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+NotesFactory = Callable[[Mapping[str, str | bytes]], Path]
+
+
+@pytest.fixture
+def make_notes(tmp_path: Path) -> NotesFactory:
+    """Write ``{relative_path: text}`` into ``tmp_path/notes`` and return that folder.
+
+    Text is written as UTF-8 bytes exactly as given (no newline translation, so
+    ``\\r\\n`` stays ``\\r\\n``); ``bytes`` values are written verbatim. Calling the
+    factory again adds or overwrites files in the same folder.
+    """
+    root = tmp_path / "notes"
+
+    def make(files: Mapping[str, str | bytes]) -> Path:
+        root.mkdir(exist_ok=True)
+        for rel, content in files.items():
+            target = root / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
+        return root
+
+    return make
+
+
+@pytest.fixture
+def workshop_notes() -> Path:
+    """The frozen workshop corpus (read-only: never index it with its default store)."""
+    path = REPO_ROOT / "fixtures" / "workshop" / "notes"
+    assert path.is_dir(), f"workshop fixture missing at {path}"
+    return path
