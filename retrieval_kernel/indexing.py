@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import itertools
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -103,11 +104,18 @@ def sync_notes(
 
 
 def _read_unique(root: Path, path: Path, modules: dict[str, str], max_chars: int) -> Note:
-    """Read a note; if its declared id is taken by another file, fall back to its path."""
+    """Read a note; if its id is taken by another file, fall back to its path (then the path with suffix)."""
     note = read_note(root, path, max_chars)
     owner = modules.get(note.module)
     if owner is None or owner == note.path:
         return note
-    fallback = read_note(root, path, max_chars, module=default_module(note.path))
-    message = f"{note.path}: id {note.module!r} is already used by {owner}; using the path as its id"
+    free = next(name for name in _fallback_ids(note.path) if modules.get(name) in (None, note.path))
+    fallback = read_note(root, path, max_chars, module=free)
+    message = f"{note.path}: id {note.module!r} is already used by {owner}; using {free!r} as its id"
     return replace(fallback, warnings=(*fallback.warnings, message))
+
+
+def _fallback_ids(rel_path: str) -> Iterator[str]:
+    yield default_module(rel_path)
+    yield rel_path
+    yield from (f"{rel_path}~{n}" for n in itertools.count(2))

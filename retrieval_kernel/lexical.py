@@ -29,12 +29,13 @@ NAME = "lexical"
 K1 = 1.2
 B = 0.75
 HEADING_BOOST = 2.0
+WORD_PATTERN = r"\w+(\.?\w+)*"  # Whoosh's default also keeps "*", so "**bold**" would hide "bold"
 SCORE_BASIS = f"BM25F (Whoosh; k1={K1}, b={B}; heading boost {HEADING_BOOST}; Porter2 stems)"
 
 
 def make_analyzer() -> Analyzer:
     """Lower-case word tokens, English stop words dropped, Porter2 stems."""
-    return StemmingAnalyzer(stemfn=porter2_stem)
+    return StemmingAnalyzer(expression=WORD_PATTERN, stemfn=porter2_stem)
 
 
 def analyze(text: str, analyzer: Analyzer | None = None) -> list[str]:
@@ -126,9 +127,22 @@ class LexicalProjection:
         if not words or not whoosh_index.exists_in(self.folder):
             return []
         query = Or([Term("heading", t, boost=HEADING_BOOST) for t in words] + [Term("body", t) for t in words])
-        results = self._get_searcher().search(query, limit=limit, terms=True)
-        hits = [LexicalHit(hit["id"], float(hit.score), _matched_words(hit, words)) for hit in results]
-        return sorted(hits, key=lambda hit: (-round(hit.score, 9), hit.passage_id))
+        hits = self._complete_ties(query, words, limit)
+        return sorted(hits, key=_hit_order)[:limit]
+
+    def _complete_ties(self, query: Any, words: dict[str, str], limit: int) -> list[LexicalHit]:
+        """Fetch past ``limit`` until the score at the cut is not shared with unseen hits.
+
+        Whoosh cuts at ``limit`` in its own document order; ties must be cut by passage id.
+        """
+        searcher = self._get_searcher()
+        fetch = limit + 1
+        while True:
+            results = searcher.search(query, limit=fetch, terms=True)
+            hits = [LexicalHit(hit["id"], float(hit.score), _matched_words(hit, words)) for hit in results]
+            if len(hits) < fetch or _hit_order(hits[limit - 1])[0] != _hit_order(hits[-1])[0]:
+                return hits
+            fetch *= 2
 
     def document_count(self) -> int:
         return int(self._get_searcher().doc_count()) if whoosh_index.exists_in(self.folder) else 0
@@ -150,6 +164,10 @@ class LexicalProjection:
             self._searcher.close()
         self._searcher = None
         self._index = None
+
+
+def _hit_order(hit: LexicalHit) -> tuple[float, str]:
+    return (-round(hit.score, 9), hit.passage_id)
 
 
 def _matched_words(hit: Any, words: dict[str, str]) -> tuple[str, ...]:

@@ -59,6 +59,13 @@ class Note:
 
 
 @dataclass(frozen=True)
+class _Cut:
+    index: int  # 0-based line index of the heading
+    level: int
+    text: str
+
+
+@dataclass(frozen=True)
 class _Section:
     heading: str
     heading_path: tuple[str, ...]
@@ -139,9 +146,10 @@ def parse_note(
     metadata, body_start = _front_matter(rel_path, lines)
     warnings: list[str] = []
     module = module or _module_of(rel_path, metadata, warnings)
-    title = _title_of(rel_path, metadata, lines[body_start:])
+    cuts = _heading_cuts(lines, body_start)
+    title = _title_of(rel_path, metadata, cuts)
     observed_at = _observed_of(metadata, warnings)
-    sections = _sections(lines, body_start, title)
+    sections = _sections(lines, body_start, cuts, title)
     passages = _passages(rel_path, module, lines, sections, max_passage_chars)
     return Note(
         path=rel_path,
@@ -176,6 +184,8 @@ def _load_yaml(rel_path: str, block: str) -> dict[str, Any]:
         line = mark.line + 2 if mark is not None else 1
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise FrontMatterError(rel_path, f"front matter is not valid YAML: {problem}", line=line) from exc
+    except (ValueError, TypeError, OverflowError) as exc:  # e.g. a date such as 2026-02-30
+        raise FrontMatterError(rel_path, f"front matter has a value YAML cannot build: {exc}", line=2) from exc
     if not isinstance(data, dict):
         kind = type(data).__name__
         raise FrontMatterError(rel_path, f"front matter must be a mapping of keys to values, got {kind}", line=2)
@@ -208,14 +218,11 @@ def default_module(rel_path: str) -> str:
     return str(PurePosixPath(rel_path).with_suffix(""))
 
 
-def _title_of(rel_path: str, metadata: Mapping[str, Any], body: list[str]) -> str:
+def _title_of(rel_path: str, metadata: Mapping[str, Any], cuts: list[_Cut]) -> str:
+    """Front matter ``title``, else the first ``#`` heading, else the file name."""
     if isinstance(metadata.get("title"), str) and metadata["title"].strip():
         return str(metadata["title"]).strip()
-    for line in body:
-        match = HEADING_LINE.match(line)
-        if match and len(match.group(1)) == 1 and match.group(2):
-            return match.group(2).strip()
-    return PurePosixPath(rel_path).stem
+    return next((cut.text for cut in cuts if cut.level == 1 and cut.text), PurePosixPath(rel_path).stem)
 
 
 def _observed_of(metadata: Mapping[str, Any], warnings: list[str]) -> str | None:
@@ -240,9 +247,9 @@ def parse_when(text: str) -> dt.date | dt.datetime:
 # ---------------------------------------------------------------- sections
 
 
-def _sections(lines: list[str], body_start: int, title: str) -> list[_Section]:
-    """Cut the body into sections at ATX headings outside fenced code."""
-    cuts: list[tuple[int, int, str]] = []  # (line index, level, text)
+def _heading_cuts(lines: list[str], body_start: int) -> list[_Cut]:
+    """Every ATX heading of the body that is not inside fenced code."""
+    cuts: list[_Cut] = []
     fence: str | None = None
     for index in range(body_start, len(lines)):
         line = lines[index]
@@ -256,20 +263,23 @@ def _sections(lines: list[str], body_start: int, title: str) -> list[_Section]:
             continue
         heading = HEADING_LINE.match(line) if fence is None else None
         if heading:
-            cuts.append((index, len(heading.group(1)), (heading.group(2) or "").strip()))
+            cuts.append(_Cut(index, len(heading.group(1)), (heading.group(2) or "").strip()))
+    return cuts
 
+
+def _sections(lines: list[str], body_start: int, cuts: list[_Cut], title: str) -> list[_Section]:
+    """Cut the body into sections at the headings; text before the first one is the intro."""
     sections: list[_Section] = []
-    first_cut = cuts[0][0] if cuts else len(lines)
+    first_cut = cuts[0].index if cuts else len(lines)
     if first_cut > body_start:
         sections.append(_Section(title, (title,), body_start, first_cut))
-    stack: list[tuple[int, str]] = []
-    for position, (index, level, text) in enumerate(cuts):
-        stop = cuts[position + 1][0] if position + 1 < len(cuts) else len(lines)
-        while stack and stack[-1][0] >= level:
+    stack: list[_Cut] = []
+    for position, cut in enumerate(cuts):
+        stop = cuts[position + 1].index if position + 1 < len(cuts) else len(lines)
+        while stack and stack[-1].level >= cut.level:
             stack.pop()
-        stack.append((level, text))
-        path = tuple(t for _, t in stack)
-        sections.append(_Section(text, path, index, stop))
+        stack.append(cut)
+        sections.append(_Section(cut.text, tuple(c.text for c in stack), cut.index, stop))
     return sections
 
 
@@ -327,7 +337,8 @@ def _chunks(lines: list[str], start: int, stop: int, max_chars: int) -> list[tup
     chunks: list[tuple[int, int]] = []
     chunk_start = start
     for block_start, block_stop in _blocks(lines, start, stop, max_chars):
-        if block_start > chunk_start and _size(lines, chunk_start, block_stop) > max_chars:
+        too_big = _size(lines, chunk_start, block_stop) > max_chars
+        if block_start > chunk_start and too_big and _has_content(lines, chunk_start, block_start):
             chunks.append(_trim_blank(lines, chunk_start, block_start) or (chunk_start, block_start))
             chunk_start = block_start
     chunks.append((chunk_start, stop))
@@ -348,6 +359,11 @@ def _blocks(lines: list[str], start: int, stop: int, max_chars: int) -> Iterator
         else:
             yield index, end
         index = end
+
+
+def _has_content(lines: list[str], start: int, stop: int) -> bool:
+    """Whether a range holds a line that is neither blank nor a heading."""
+    return any(line.strip() and not HEADING_LINE.match(line) for line in lines[start:stop])
 
 
 def _size(lines: list[str], start: int, stop: int) -> int:

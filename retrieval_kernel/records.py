@@ -151,14 +151,20 @@ class RecordStore:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One atomic write: everything inside commits together or not at all."""
-        self._db.execute("BEGIN IMMEDIATE")
+        """One atomic write: everything inside commits together or not at all.
+
+        A database error (read-only file, full disk, lock timeout) becomes ``StoreError``.
+        """
         try:
-            yield self._db
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot write the record store at {self.path}: {exc}") from exc
 
     # ------------------------------------------------------------ documents
 
@@ -200,7 +206,8 @@ class RecordStore:
 
     def touch(self, path: str, size: int, mtime_ns: int) -> None:
         """Record a new stat for unchanged content (no new revision)."""
-        self._db.execute("UPDATE documents SET size = ?, mtime_ns = ? WHERE path = ?", (size, mtime_ns, path))
+        with self.transaction() as db:
+            db.execute("UPDATE documents SET size = ?, mtime_ns = ? WHERE path = ?", (size, mtime_ns, path))
 
     def delete(self, path: str, at: str) -> int:
         """Tombstone a document and drop its passages; return the change ``seq``."""
@@ -257,10 +264,11 @@ class RecordStore:
         return ProjectionState(*row) if row else None
 
     def set_projection(self, state: ProjectionState) -> None:
-        self._db.execute(
-            "INSERT OR REPLACE INTO projections VALUES (?, ?, ?, ?)",
-            (state.name, state.version, state.high_water, state.built_at),
-        )
+        with self.transaction() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO projections VALUES (?, ?, ?, ?)",
+                (state.name, state.version, state.high_water, state.built_at),
+            )
 
 
 def _log(db: sqlite3.Connection, path: str, kind: str, sha256: str | None, revision: int, at: str) -> int:

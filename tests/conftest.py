@@ -33,7 +33,7 @@ def make_notes(tmp_path: Path) -> NotesFactory:
     return make
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def workshop_notes() -> Path:
     """The frozen workshop corpus (read-only: never index it with its default store)."""
     path = REPO_ROOT / "fixtures" / "workshop" / "notes"

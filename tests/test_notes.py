@@ -21,8 +21,16 @@ def file_lines(path: Path) -> list[str]:
     return path.read_text(encoding="utf-8").split("\n")
 
 
+HEADING = re.compile(r"^ {0,3}#{1,6}([ \t]|$)")
+
+
 def cited(lines: list[str], line_start: int, line_end: int) -> str:
     return "\n".join(lines[line_start - 1 : line_end])
+
+
+def content_lines(text: str) -> int:
+    """Lines that are neither blank nor a Markdown heading."""
+    return sum(1 for line in text.split("\n") if line.strip() and not HEADING.match(line))
 
 
 def spans(note) -> list[tuple[str, int, int]]:
@@ -33,7 +41,10 @@ def spans(note) -> list[tuple[str, int, int]]:
 
 
 def test_valid_front_matter_sets_metadata_module_title_and_body_start() -> None:
-    text = "---\nid: my-note\ntitle: My Note\nauthority: reference\ntags: [a, b]\n---\n\nBody line one.\nBody line two.\n"
+    text = (
+        "---\nid: my-note\ntitle: My Note\nauthority: reference\ntags: [a, b]\n---\n"
+        "\nBody line one.\nBody line two.\n"
+    )
     note = parse_note("folder/file.md", text)
     assert note.module == "my-note"
     assert note.title == "My Note"
@@ -349,8 +360,9 @@ def test_single_line_longer_than_max_stays_whole() -> None:
     note = parse_note("n.md", text, max_passage_chars=100)
     holding = [p for p in note.passages if long_line in p.text]
     assert len(holding) == 1
-    assert holding[0].text == long_line
-    assert all(len(p.text) <= 100 or p.line_start == p.line_end for p in note.passages)
+    # The long line is never cut; it keeps its heading, since a heading alone carries nothing to cite.
+    assert holding[0].text == f"## H\n\n{long_line}"
+    assert all(len(p.text) <= 100 or content_lines(p.text) == 1 for p in note.passages)
 
 
 def test_split_never_yields_a_passage_that_is_only_the_heading_line() -> None:
@@ -366,7 +378,8 @@ def test_split_never_yields_a_passage_that_is_only_the_heading_line() -> None:
 _WORD_CHARS = st.characters(exclude_categories=("Cs",), exclude_characters="\r\n")
 _word = st.text(_WORD_CHARS, min_size=1, max_size=10)
 _text_line = st.lists(_word, min_size=1, max_size=8).map(" ".join)
-_long_line = st.integers(min_value=120, max_value=1500).map(lambda n: ("lorem ipsum \u00e9t\u00e9 \u6f22\u5b57 " * n)[:n])
+_LONG_TEXT = "lorem ipsum \u00e9t\u00e9 \u6f22\u5b57 "
+_long_line = st.integers(min_value=120, max_value=1500).map(lambda n: (_LONG_TEXT * n)[:n])
 _any_line = st.one_of(_text_line, _long_line)
 
 _heading = st.builds(
@@ -424,7 +437,9 @@ def property_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(doc=markdown_documents(), max_chars=st.integers(min_value=40, max_value=400))
-def test_property_passages_cite_exact_source_lines(doc: tuple[str, int | None], max_chars: int, property_dir: Path) -> None:
+def test_property_passages_cite_exact_source_lines(
+    doc: tuple[str, int | None], max_chars: int, property_dir: Path
+) -> None:
     text, fm_end = doc
     path = property_dir / "generated.md"
     path.write_bytes(text.encode("utf-8"))
@@ -446,7 +461,7 @@ def test_property_passages_cite_exact_source_lines(doc: tuple[str, int | None], 
         previous_end = p.line_end
         assert lines[p.line_start - 1].strip(), f"{p.id} starts with a blank line"
         assert lines[p.line_end - 1].strip(), f"{p.id} ends with a blank line"
-        assert len(p.text) <= max_chars or p.line_start == p.line_end, f"{p.id} is oversized but not a single line"
+        assert len(p.text) <= max_chars or content_lines(p.text) <= 1, f"{p.id}: oversized, several lines"
         if fm_end is not None:
             assert p.line_start > fm_end, f"{p.id} cites front matter"
         assert p.path == "generated.md"
@@ -507,3 +522,24 @@ def test_passage_sha256_matches_text() -> None:
     for p in parse_note("n.md", "# A\nx\n## B\ny \u00e9\n").passages:
         assert p.sha256 == hashlib.sha256(p.text.encode("utf-8")).hexdigest()
         assert re.fullmatch(r"[0-9a-f]{64}", p.sha256)
+
+
+def test_workshop_notes_parse_into_intro_plus_three_sections(workshop_notes: Path) -> None:
+    paths = discover_notes(workshop_notes)
+    assert len(paths) == 7
+    modules = set()
+    for path in paths:
+        note = read_note(workshop_notes, path)
+        lines = file_lines(path)
+        modules.add(note.module)
+        assert note.module == "workshop-" + path.stem
+        assert note.observed_at == "2026-10-01"
+        assert note.metadata["authority"] == "reference"
+        assert note.warnings == ()
+        assert [len(p.heading_path) for p in note.passages] == [1, 2, 2, 2]
+        assert note.passages[0].heading == note.title
+        assert all(p.heading_path[0] == note.title for p in note.passages)
+        for p in note.passages:
+            assert p.text == cited(lines, p.line_start, p.line_end)
+            assert lines[p.line_start - 1].startswith("#")
+    assert len(modules) == 7
