@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from .errors import FrozenInputChangedError, RetrievalKernelError
+from .errors import FrozenInputChangedError, InputError, RetrievalKernelError
 from .workspace import DEFAULT_TOP, Workspace
 
 EXIT_OK, EXIT_GATE_FAILED, EXIT_BAD_INPUT, EXIT_FROZEN_CHANGED = 0, 1, 2, 3
@@ -62,6 +62,8 @@ def _query(args: argparse.Namespace) -> int:
 def _eval(args: argparse.Namespace) -> int:
     from .evaluation import run_suite
 
+    if args.output and not args.output.parent.is_dir():
+        raise InputError(f"cannot write the receipt: folder {args.output.parent} does not exist")
     receipt = run_suite(args.suite_dir, questions=args.questions, progress=None)
     text = json.dumps(receipt, indent=2, ensure_ascii=False)
     if args.output:

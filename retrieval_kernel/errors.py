@@ -14,6 +14,7 @@
     │   ├── NoteDecodeError              file is not valid UTF-8
     │   └── FrontMatterError             front matter is not valid YAML / not a mapping
     ├── StoreError                       the record store cannot be opened or written
+    ├── LaneUnavailableError             a lane cannot run (model/index missing or failing)
     └── SuiteError                       an evaluation suite is malformed
         └── FrozenInputChangedError      frozen corpus/questions differ from the manifest
 
@@ -81,6 +82,10 @@ class FrontMatterError(NoteError):
 
 class StoreError(RetrievalKernelError):
     """The record store cannot be opened, read or written."""
+
+
+class LaneUnavailableError(RetrievalKernelError):
+    """A retrieval lane cannot run; the others still answer and the packet says why."""
 
 
 class SuiteError(RetrievalKernelError):

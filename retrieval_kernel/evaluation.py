@@ -16,7 +16,7 @@ import platform
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -27,10 +27,10 @@ from ir_measures import RR, P, Success
 
 from .errors import FrozenInputChangedError, SuiteError
 from .freshness import freshness_label, parse_as_of, source_age_days
-from .lexical import SCORE_BASIS
+from .fusion import RRF_K
 from .notes import discover_notes
 from .packet import Packet
-from .workspace import CANDIDATE_POOL, DEFAULT_TOP, Workspace
+from .workspace import CANDIDATE_POOL, DEFAULT_TOP, LANES, Workspace
 
 SUITE_FILE = "suite.json"
 MANIFEST_FILE = "manifest.json"
@@ -56,6 +56,7 @@ class Suite:
     name: str
     notes_dir: Path
     questions_path: Path
+    frozen_questions: Path
     as_of: dt.date
     budget_unit: str
     caps: tuple[int, ...]
@@ -80,6 +81,7 @@ def load_suite(suite_dir: str | Path, questions: str | Path | None = None) -> Su
             name=str(config["name"]),
             notes_dir=root / config.get("notes", "notes"),
             questions_path=Path(questions) if questions else root / config.get("questions", "questions.jsonl"),
+            frozen_questions=root / config.get("questions", "questions.jsonl"),
             as_of=parse_as_of(str(config["as_of"])),
             budget_unit=str(config.get("budget_unit", "bytes")),
             caps=caps,
@@ -109,13 +111,14 @@ def load_questions(path: Path) -> list[Question]:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
             raise SuiteError(f"{path}:{number}: not valid JSON: {exc.msg}") from exc
+        if not isinstance(row, dict):
+            raise SuiteError(f"{path}:{number}: each line must be a JSON object with keys {list(QUESTION_KEYS)}")
         missing = [k for k in QUESTION_KEYS if not isinstance(row.get(k), str) or not row[k].strip()]
         if missing:
             raise SuiteError(f"{path}:{number}: needs non-empty string keys {missing}")
+        if any(q.id == row["id"] for q in questions):
+            raise SuiteError(f"{path}:{number}: question id {row['id']!r} is used twice; ids must be unique")
         questions.append(Question(*(row[k] for k in QUESTION_KEYS)))
-    ids = [q.id for q in questions]
-    if len(set(ids)) != len(ids):
-        raise SuiteError(f"{path}: question ids must be unique")
     if not questions:
         raise SuiteError(f"{path}: no questions")
     return questions
@@ -141,9 +144,8 @@ def sha256_file(path: Path) -> str:
 def current_inputs(suite: Suite) -> dict[str, str]:
     """sha256 of every input the manifest covers, as the suite folder holds them now."""
     files = [suite.root / SUITE_FILE, *discover_notes(suite.notes_dir)]
-    default_questions = suite.root / "questions.jsonl"
-    if default_questions.exists():
-        files.append(default_questions)
+    if suite.frozen_questions.exists():
+        files.append(suite.frozen_questions)
     return {p.relative_to(suite.root).as_posix(): sha256_file(p) for p in sorted(files)}
 
 
@@ -172,6 +174,7 @@ def run_suite(
     questions: str | Path | None = None,
     store_dir: str | Path | None = None,
     progress: Callable[[str], None] | None = None,
+    lanes: Sequence[str] = LANES,
 ) -> dict[str, Any]:
     """Verify, run and score a suite; return the receipt (``receipt["passed"]`` says if every gate held)."""
     started = time.time()
@@ -180,10 +183,11 @@ def run_suite(
     question_list = load_questions(suite.questions_path)
     with (
         tempfile.TemporaryDirectory(prefix="rk-eval-") as scratch,
-        Workspace(suite.notes_dir, Path(store_dir) if store_dir else Path(scratch)) as workspace,
+        Workspace(suite.notes_dir, Path(store_dir) if store_dir else Path(scratch), lanes=lanes) as workspace,
     ):
         workspace.index()
         rows = [_run_question(suite, workspace, q, progress) for q in question_list]
+    lane_config = {lane["name"]: lane["score_basis"] for row in rows for lane in row["lanes"]}
     metrics = _metrics(suite, rows)
     gates = _gates(suite.gates, metrics)
     return {
@@ -198,8 +202,8 @@ def run_suite(
         "implementation": implementation_hashes(),
         "versions": versions(),
         "config": {
-            "lanes": ["lexical"],
-            "score_basis": SCORE_BASIS,
+            "lanes": lane_config,
+            "fusion": f"reciprocal rank fusion, k={RRF_K}",
             "top": DEFAULT_TOP,
             "candidate_pool": CANDIDATE_POOL,
         },
@@ -227,7 +231,13 @@ def _run_question(
     if progress:
         progress(question.id)
     packets = {
-        cap: workspace.query(question.question, as_of=suite.as_of, refresh=False, **{f"max_{suite.budget_unit}": cap})
+        cap: workspace.query(
+            question.question,
+            as_of=suite.as_of,
+            refresh=False,
+            max_bytes=cap if suite.budget_unit == "bytes" else None,
+            max_chars=cap if suite.budget_unit == "chars" else None,
+        )
         for cap in suite.caps
     }
     ranked = packets[suite.rank_cap].evidence
@@ -248,6 +258,10 @@ def _run_question(
         "top_heading": ranked[0].heading if ranked else None,
         "expected_rank": expected_rank,
         "ranking": [[item.module, item.heading] for item in ranked],
+        "lanes": [
+            {"name": lane.name, "status": lane.status, "candidates": lane.candidates, "score_basis": lane.score_basis}
+            for lane in packets[suite.rank_cap].lanes
+        ],
         "responses": {str(cap): _check_response(suite, packet, cap) for cap, packet in packets.items()},
     }
 

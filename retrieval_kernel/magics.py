@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from traitlets import Bool, Integer, Unicode
 from traitlets.config import Configurable
 
@@ -26,7 +26,7 @@ from .errors import RetrievalKernelError
 from .packet import Packet
 from .workspace import DEFAULT_TOP, Workspace
 
-_OPTION = re.compile(r"\s*(--(?:[A-Za-z][\w-]*)?)(?:=(\S+))?(?=\s|$)")
+_OPTION = re.compile(r"""\s*(--(?:[A-Za-z][\w-]*)?)(?:=("[^"]*"|'[^']*'|\S+))?(?=\s|$)""")
 _VALUE = re.compile(r"""\s*(?:"([^"]*)"|'([^']*)'|(\S+))""")
 _FLAGS = frozenset({"--json", "--no-refresh", "--refresh"})
 _MAGIC_LINE = re.compile(
@@ -88,7 +88,7 @@ def split_options(line: str) -> tuple[list[str], str]:
             break
         argv.append(name)
         if inline is not None:
-            argv.append(inline)
+            argv.append(inline[1:-1] if len(inline) > 1 and inline[0] == inline[-1] in "\"'" else inline)
         elif name not in _FLAGS:
             value = _VALUE.match(rest)
             if not value:
@@ -119,6 +119,7 @@ class ContextMagics(Magics, Configurable):
         self._workspaces: dict[tuple[Path, Path | None], Workspace] = {}
         self.last_packet: Packet | None = None
 
+    @no_var_expand
     @line_cell_magic
     def context(self, line: str, cell: str | None = None) -> Packet | None:
         """Find the passages of your notes that apply to a question.
@@ -140,7 +141,7 @@ class ContextMagics(Magics, Configurable):
                 as_of=settings["as_of"],
                 max_bytes=settings["max_bytes"],
                 max_chars=settings["max_chars"],
-                top=settings["top"] or DEFAULT_TOP,
+                top=DEFAULT_TOP if settings["top"] is None else settings["top"],
                 refresh=settings["refresh"] is not False,
             )
         except RetrievalKernelError as exc:
@@ -157,10 +158,12 @@ class ContextMagics(Magics, Configurable):
             project = project_settings()
         except RetrievalKernelError as exc:
             raise UsageError(f"%context: {exc}") from None
-        keys = ("notes_dir", "store_dir", "as_of", "max_bytes", "max_chars", "top", "refresh")
+        keys = ("notes_dir", "store_dir", "as_of", "top", "refresh")
         merged = {key: _first(options.get(key), getattr(self, key), project.get(key)) for key in keys}
-        if options.get("max_bytes") is not None or options.get("max_chars") is not None:
-            merged["max_bytes"], merged["max_chars"] = options.get("max_bytes"), options.get("max_chars")
+        # The budget is one setting in two units: the strongest source that names either wins whole.
+        sources = (options, {"max_bytes": self.max_bytes, "max_chars": self.max_chars}, project)
+        budget = next((s for s in sources if s.get("max_bytes") is not None or s.get("max_chars") is not None), {})
+        merged["max_bytes"], merged["max_chars"] = budget.get("max_bytes"), budget.get("max_chars")
         if merged["notes_dir"] is None:
             raise UsageError(
                 "%context: no notes folder: pass --notes DIR, or %config ContextMagics.notes_dir = 'DIR', "

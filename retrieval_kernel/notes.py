@@ -330,23 +330,35 @@ def _chunks(lines: list[str], start: int, stop: int, max_chars: int) -> list[tup
     """Split ``lines[start:stop]`` into ranges of at most ``max_chars``.
 
     Cuts fall on blank lines between paragraphs when possible, else between
-    lines; a single line longer than ``max_chars`` stays whole (never cut mid-line).
+    lines; a single line longer than ``max_chars`` stays whole (never cut
+    mid-line), and a heading is never left alone without a line of content.
     """
     if _size(lines, start, stop) <= max_chars:
         return [(start, stop)]
-    chunks: list[tuple[int, int]] = []
-    chunk_start = start
-    for block_start, block_stop in _blocks(lines, start, stop, max_chars):
-        too_big = _size(lines, chunk_start, block_stop) > max_chars
-        if block_start > chunk_start and too_big and _has_content(lines, chunk_start, block_start):
-            chunks.append(_trim_blank(lines, chunk_start, block_start) or (chunk_start, block_start))
-            chunk_start = block_start
-    chunks.append((chunk_start, stop))
-    return [c for c in (_trim_blank(lines, a, b) for a, b in chunks) if c is not None]
+    cuts = [start]
+
+    def fits(end: int) -> bool:
+        return _size(lines, cuts[-1], end) <= max_chars
+
+    def can_cut(at: int) -> bool:
+        return at > cuts[-1] and _has_content(lines, cuts[-1], at)
+
+    for block_start, block_stop in _paragraphs(lines, start, stop):
+        if fits(block_stop):
+            continue
+        if can_cut(block_start):
+            cuts.append(block_start)
+            if fits(block_stop):
+                continue
+        for line in range(block_start, block_stop):  # still too big: cut between its lines
+            if not fits(line + 1) and can_cut(line):
+                cuts.append(line)
+    ranges = zip(cuts, [*cuts[1:], stop], strict=True)
+    return [chunk for chunk in (_trim_blank(lines, a, b) for a, b in ranges) if chunk is not None]
 
 
-def _blocks(lines: list[str], start: int, stop: int, max_chars: int) -> Iterator[tuple[int, int]]:
-    """Yield paragraph ranges; a paragraph over ``max_chars`` yields its lines one by one."""
+def _paragraphs(lines: list[str], start: int, stop: int) -> Iterator[tuple[int, int]]:
+    """Yield paragraph ranges, each with the blank lines that follow it."""
     index = start
     while index < stop:
         end = index + 1
@@ -354,10 +366,7 @@ def _blocks(lines: list[str], start: int, stop: int, max_chars: int) -> Iterator
             end += 1
         while end < stop and not lines[end].strip():
             end += 1
-        if _size(lines, index, end) > max_chars:
-            yield from ((i, i + 1) for i in range(index, end))
-        else:
-            yield index, end
+        yield index, end
         index = end
 
 

@@ -244,6 +244,13 @@ class RecordStore:
         ).fetchall()
         return [_stored_passage(row) for row in rows]
 
+    def passage_ids_with_hash_prefix(self, prefix: str) -> list[str]:
+        """Ids of passages whose content sha256 starts with ``prefix`` (lower-case hex)."""
+        rows = self._db.execute(
+            "SELECT id FROM passages WHERE substr(sha256, 1, ?) = ? ORDER BY path, ordinal", (len(prefix), prefix)
+        )
+        return [row[0] for row in rows]
+
     def passage_count(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM passages").fetchone()[0])
 

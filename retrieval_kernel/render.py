@@ -20,6 +20,8 @@ ABSTENTION_TEXT = {
     "underspecified_query": "the query has no searchable words (only stop words or punctuation)",
     "no_match": "no passage shares a searchable word with the query",
     "no_evidence_fits_budget": "candidates were found but none fits the budget; raise the budget",
+    "below_threshold": "some passages were near, but none passed its lane's relevance threshold",
+    "index_unavailable": "no lane could run; see each lane's reason",
 }
 
 

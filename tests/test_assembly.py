@@ -81,7 +81,7 @@ def check_packet(ws: Workspace, packet, unit: str, limit: int, top: int) -> None
 @pytest.fixture(scope="module")
 def workshop_ws(workshop_notes: Path, tmp_path_factory: pytest.TempPathFactory):
     assert workshop_notes == WORKSHOP
-    ws = Workspace(workshop_notes, store_dir=tmp_path_factory.mktemp("workshop_store"))
+    ws = Workspace(workshop_notes, store_dir=tmp_path_factory.mktemp("workshop_store"), lanes=("lexical",))
     report = ws.index()
     assert len(report.added) == 7 and not report.problems
     yield ws
@@ -190,7 +190,7 @@ def ws_for(tmp_path: Path, make_notes):
     opened: list[Workspace] = []
 
     def build(files: dict[str, str]) -> Workspace:
-        ws = Workspace(make_notes(files), store_dir=tmp_path / "store")
+        ws = Workspace(make_notes(files), store_dir=tmp_path / "store", lanes=("lexical",))
         ws.index()
         opened.append(ws)
         return ws

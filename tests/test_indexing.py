@@ -15,7 +15,7 @@ def open_ws(tmp_path: Path):
     opened: list[Workspace] = []
 
     def open_(notes: Path, **kwargs) -> Workspace:
-        ws = Workspace(notes, store_dir=tmp_path / "store", **kwargs)
+        ws = Workspace(notes, store_dir=tmp_path / "store", **{"lanes": ("lexical",), **kwargs})
         opened.append(ws)
         return ws
 

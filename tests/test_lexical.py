@@ -17,7 +17,7 @@ def indexed(tmp_path: Path, make_notes):
     opened: list[Workspace] = []
 
     def build(files: dict[str, str]) -> Workspace:
-        ws = Workspace(make_notes(files), store_dir=tmp_path / "store")
+        ws = Workspace(make_notes(files), store_dir=tmp_path / "store", lanes=("lexical",))
         ws.index()
         opened.append(ws)
         return ws
@@ -176,7 +176,7 @@ def test_incremental_sync_matches_a_full_rebuild(indexed, tmp_path: Path, make_n
     notes = make_notes({"a.md": "# A\n\nbelt tension notes and gear\n", "d.md": "# D\n\ngear gear belt\n"})
     (notes / "b.md").unlink()
     ws.index()
-    with Workspace(notes, store_dir=tmp_path / "fresh_store") as fresh:
+    with Workspace(notes, store_dir=tmp_path / "fresh_store", lanes=("lexical",)) as fresh:
         fresh.index()
         for query in ["gear", "belt", "notes", "box", "gear belt tension"]:
             assert ids(ws, query) == ids(fresh, query), query

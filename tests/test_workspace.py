@@ -29,7 +29,7 @@ def ws_for(tmp_path: Path, make_notes):
     opened: list[Workspace] = []
 
     def build(files: dict[str, str], index: bool = True) -> Workspace:
-        ws = Workspace(make_notes(files), store_dir=tmp_path / "store")
+        ws = Workspace(make_notes(files), store_dir=tmp_path / "store", lanes=("lexical",))
         if index:
             ws.index()
         opened.append(ws)
@@ -296,7 +296,7 @@ def test_same_query_twice_is_identical(ws_for) -> None:
 def test_same_query_from_a_reopened_workspace_is_identical(ws_for, tmp_path: Path) -> None:
     ws = ws_for({"g.md": note("2026-10-01")})
     first = ws.query("gearbox", as_of=AS_OF)
-    with Workspace(ws.notes_dir, store_dir=tmp_path / "store") as again:
+    with Workspace(ws.notes_dir, store_dir=tmp_path / "store", lanes=("lexical",)) as again:
         assert again.query("gearbox", as_of=AS_OF).to_json() == first.to_json()
 
 

@@ -1,0 +1,74 @@
+"""The identity lane: exact identifiers resolve before free-text search.
+
+A query (or any word of it, stripped of surrounding punctuation) that names a
+passage id, a note id, an alias from front matter ``aliases``, a note's relative
+path (with or without its suffix) or a content-hash prefix of at least
+``MIN_HASH_PREFIX`` hex digits resolves to those passages. They lead the packet.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .notes import default_module
+from .records import RecordStore
+
+NAME = "identity"
+SCORE_BASIS = "exact identifier (passage id, note id, alias, path, content-hash prefix)"
+MIN_HASH_PREFIX = 8
+_HEX = re.compile(r"^[0-9a-f]+$")
+_EDGE_PUNCTUATION = "\"'`()[]{}<>,;:!?."
+
+
+@dataclass(frozen=True)
+class IdentityHit:
+    """A passage named exactly by the query, and how it was named."""
+
+    passage_id: str
+    matched: str
+    kind: str
+
+
+def resolve(query: str, records: RecordStore, limit: int) -> list[IdentityHit]:
+    """Passages the query names exactly, most specific first, at most ``limit``."""
+    tokens = _tokens(query)
+    if not tokens:
+        return []
+    hits: list[IdentityHit] = []
+    hits += [IdentityHit(pid, pid, "passage id") for pid in records.passages(tokens)]
+    hits += [
+        IdentityHit(pid, prefix, "content hash")
+        for prefix in tokens
+        if _is_hash_prefix(prefix)
+        for pid in records.passage_ids_with_hash_prefix(prefix)
+    ]
+    lowered = {token.lower() for token in tokens}
+    for document in records.documents().values():
+        names = _document_names(document.path, document.module, document.metadata.get("aliases"))
+        named = sorted(lowered & set(names))
+        if named:
+            kind = names[named[0]]
+            hits += [IdentityHit(p.id, named[0], kind) for p in records.passages_of(document.path)]
+    unique: dict[str, IdentityHit] = {}
+    for hit in hits:
+        unique.setdefault(hit.passage_id, hit)  # the most specific naming wins
+    return list(unique.values())[:limit]
+
+
+def _tokens(query: str) -> list[str]:
+    whole = query.strip().strip(_EDGE_PUNCTUATION)
+    words = [word.strip(_EDGE_PUNCTUATION) for word in query.split()]
+    return [token for token in dict.fromkeys([whole, *words]) if token]
+
+
+def _is_hash_prefix(token: str) -> bool:
+    return len(token) >= MIN_HASH_PREFIX and _HEX.match(token) is not None
+
+
+def _document_names(path: str, module: str, aliases: object) -> dict[str, str]:
+    """Lower-cased names of one note, each with the kind of identifier it is."""
+    names = {path.lower(): "path", default_module(path).lower(): "path", module.lower(): "note id"}
+    alias_list = [aliases] if isinstance(aliases, str) else aliases if isinstance(aliases, list) else []
+    names.update({str(alias).lower(): "alias" for alias in alias_list if str(alias).strip()})
+    return names

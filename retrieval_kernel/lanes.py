@@ -1,0 +1,90 @@
+"""Candidate generation: run each lane and report what it did, honestly.
+
+Each lane returns a :class:`LaneRun`: its ranking (passage id, raw score in the
+lane's own scale), and a :class:`~retrieval_kernel.packet.LaneReport` with its
+status (``ok``, ``empty``, ``stale``, ``unavailable``), index version,
+high-water mark, lag and, when it proposes nothing, the reason. Abstention
+thresholds apply to each lane's own raw score, never to a fused score.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from . import identity, lexical
+from .packet import LaneReport
+from .records import RecordStore
+
+LEXICAL_MIN_SCORE = 0.0  # any shared term; BM25 scores do not transfer between corpora
+# Cosine below which a dense hit is not evidence. Calibrated on SciFact *train* queries
+# (see retrieval_kernel/beir.py `calibrate_dense_threshold`); documented in the README.
+DENSE_MIN_COSINE = 0.30
+
+
+@dataclass(frozen=True)
+class LaneRun:
+    """One lane's ranking (best first, thresholds applied) and its report."""
+
+    report: LaneReport
+    ranking: list[tuple[str, float]] = field(default_factory=list)
+    matched: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    below_threshold: int = 0
+
+
+def unavailable(name: str, basis: str, reason: str) -> LaneRun:
+    return LaneRun(LaneReport(name, "unavailable", 0, None, None, basis, reason=reason))
+
+
+def _report(
+    name: str, records: RecordStore, basis: str, count: int, stale: bool, reason: str | None = None
+) -> LaneReport:
+    state = records.projection(name)
+    newest = records.high_water()
+    lag = newest - state.high_water if state else newest
+    status = "stale" if stale or lag else "ok" if count else "empty"
+    version, high_water = (state.version, state.high_water) if state else (None, None)
+    return LaneReport(name, status, count, version, high_water, basis, lag=lag, reason=reason)  # type: ignore[arg-type]
+
+
+def run_identity(query: str, records: RecordStore, limit: int) -> LaneRun:
+    hits = identity.resolve(query, records, limit)
+    high_water = records.high_water()
+    report = LaneReport(
+        identity.NAME,
+        "ok" if hits else "empty",
+        len(hits),
+        None,
+        high_water,
+        identity.SCORE_BASIS,
+        reason=None if hits else "the query names no known identifier",
+    )
+    return LaneRun(report, [(hit.passage_id, 1.0) for hit in hits])
+
+
+def run_lexical(
+    query: str, records: RecordStore, projection: lexical.LexicalProjection, limit: int, stale: bool
+) -> LaneRun:
+    hits = projection.search(query, limit)
+    kept = [hit for hit in hits if hit.score > LEXICAL_MIN_SCORE]
+    reason = None if kept else "no passage shares a searchable word with the query"
+    report = _report(lexical.NAME, records, projection.score_basis, len(kept), stale, reason)
+    matched = {hit.passage_id: hit.matched_terms for hit in kept}
+    return LaneRun(report, [(hit.passage_id, hit.score) for hit in kept], matched, len(hits) - len(kept))
+
+
+def run_dense(
+    search: Callable[[], list[tuple[str, float]]],
+    records: RecordStore,
+    name: str,
+    basis: str,
+    stale: bool,
+    min_cosine: float = DENSE_MIN_COSINE,
+) -> LaneRun:
+    hits = search()
+    kept = [(pid, score) for pid, score in hits if score >= min_cosine]
+    reason = None
+    if hits and not kept:
+        reason = f"best cosine {hits[0][1]:.3f} is below the threshold {min_cosine:.2f}"
+    report = _report(name, records, basis, len(kept), stale, reason)
+    return LaneRun(report, kept, below_threshold=len(hits) - len(kept))
