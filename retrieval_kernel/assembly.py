@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from .errors import BudgetTooSmallError
 from .freshness import fresh_for_days, freshness_label, source_age_days
 from .notes import HEADING_LINE
-from .packet import Evidence, LaneHit, Packet
+from .packet import Evidence, LaneHit, Packet, evidence_dict, serialize
 from .records import StoredPassage
 
 ABSTAIN_NOTHING_FITS = "no_evidence_fits_budget"
@@ -45,15 +45,50 @@ def assemble(shell: Packet, candidates: Sequence[RankedCandidate], as_of: dt.dat
             f"even without evidence; the budget is {shell.budget.limit:,}",
             minimum=empty.budget.used,
         )
+    room = _Room(shell, worst_left_out=len(candidates))
     admitted: list[Evidence] = []
     left_out = 0
     for candidate in candidates[:top]:
-        item = _fit(shell, admitted, len(candidates), _evidence(candidate, len(admitted) + 1, as_of))
+        item = _fit(room, _evidence(candidate, len(admitted) + 1, as_of))
         if item is None:
             left_out += 1
         else:
             admitted.append(item)
+            room.take(item)
     return _packet(shell, admitted, left_out, None) if admitted else empty
+
+
+class _Room:
+    """What is left of the budget, by arithmetic instead of re-serializing the packet.
+
+    The packet is measured once without evidence, with the largest ``budget.used``
+    and left-out count it could show (so their digits can only shrink); each item
+    then adds its own serialized size plus a comma. The final packet is measured
+    exactly and can only be smaller than this estimate.
+    """
+
+    def __init__(self, shell: Packet, worst_left_out: int) -> None:
+        self.budget = shell.budget
+        frame = replace(
+            shell,
+            evidence=(),
+            abstained=False,
+            abstention_reason=None,
+            exclusions={"budget": worst_left_out},
+            budget=replace(shell.budget, used=shell.budget.limit),
+        )
+        self.used = frame.size()
+        self.items = 0
+
+    def cost(self, item: Evidence) -> int:
+        return self.budget.measure(serialize(evidence_dict(item))) + (1 if self.items else 0)
+
+    def fits(self, item: Evidence) -> bool:
+        return self.used + self.cost(item) <= self.budget.limit
+
+    def take(self, item: Evidence) -> None:
+        self.used += self.cost(item)
+        self.items += 1
 
 
 def _packet(shell: Packet, admitted: list[Evidence], left_out: int, abstention: str | None) -> Packet:
@@ -66,17 +101,9 @@ def _packet(shell: Packet, admitted: list[Evidence], left_out: int, abstention: 
     ).with_measured_budget()
 
 
-def _fit(shell: Packet, admitted: list[Evidence], worst_left_out: int, item: Evidence) -> Evidence | None:
-    """``item`` whole, or cut to the most leading lines that fit, or ``None``.
-
-    Sizes are measured with the most left-out candidates there could be, so counting
-    later omissions can never push an already admitted packet over the budget.
-    """
-
-    def fits(candidate: Evidence) -> bool:
-        packet = _packet(shell, [*admitted, candidate], worst_left_out, None)
-        return packet.budget.used <= shell.budget.limit
-
+def _fit(room: _Room, item: Evidence) -> Evidence | None:
+    """``item`` whole, or cut to the most leading lines that fit, or ``None``."""
+    fits = room.fits
     if fits(item):
         return item
     lines = item.excerpt.split("\n")

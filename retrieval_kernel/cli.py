@@ -13,8 +13,9 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from .embedding import DEFAULT_EMBEDDER, EMBEDDERS
 from .errors import FrozenInputChangedError, InputError, RetrievalKernelError
-from .workspace import DEFAULT_TOP, Workspace
+from .workspace import DEFAULT_TOP, LANES, Workspace, checked_lanes
 
 EXIT_OK, EXIT_GATE_FAILED, EXIT_BAD_INPUT, EXIT_FROZEN_CHANGED = 0, 1, 2, 3
 
@@ -40,7 +41,7 @@ def _index(args: argparse.Namespace) -> int:
 
 
 def _query(args: argparse.Namespace) -> int:
-    with Workspace(args.notes, args.store) as workspace:
+    with Workspace(args.notes, args.store, lanes=checked_lanes(args.lanes)) as workspace:
         packet = workspace.query(
             args.text,
             as_of=args.as_of,
@@ -64,7 +65,7 @@ def _eval(args: argparse.Namespace) -> int:
 
     if args.output and not args.output.parent.is_dir():
         raise InputError(f"cannot write the receipt: folder {args.output.parent} does not exist")
-    receipt = run_suite(args.suite_dir, questions=args.questions, progress=None)
+    receipt = run_suite(args.suite_dir, questions=args.questions, lanes=checked_lanes(args.lanes))
     text = json.dumps(receipt, indent=2, ensure_ascii=False)
     if args.output:
         Path(args.output).write_text(text + "\n", encoding="utf-8")
@@ -79,7 +80,54 @@ def _eval_summary(receipt: dict[str, object]) -> str:
     return f"{summary_table(receipt)}\n{verdict}"
 
 
-COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"index": _index, "query": _query, "eval": _eval}
+def _beir(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from .beir import run_beir
+
+    if not args.output.parent.is_dir():
+        raise InputError(f"cannot write the run: folder {args.output.parent} does not exist")
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    with tempfile.TemporaryDirectory(prefix="rk-beir-") as scratch:
+        store = args.store or Path(scratch)
+        run = run_beir(
+            args.data_dir,
+            store,
+            split=args.split,
+            methods=methods,
+            embedder=args.embedder,
+            progress=lambda line: print(line, file=sys.stderr),
+        )
+    args.output.write_text(json.dumps(run, indent=1) + "\n", encoding="utf-8")
+    for method, scores in run["methods"].items():
+        print(
+            f"{method:8} nDCG@10 {scores['ndcg_at_10']:.4f}  R@100 {scores['recall_at_100']:.4f}  "
+            f"MRR@10 {scores['mrr_at_10']:.4f}"
+        )
+    return EXIT_OK
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from .bench import run_bench
+
+    if not args.output.parent.is_dir():
+        raise InputError(f"cannot write the benchmark: folder {args.output.parent} does not exist")
+    sizes = [int(size) for size in args.passages.split(",")]
+    if any(size < 100 for size in sizes):
+        raise InputError("--passages sizes must be at least 100")
+    result = run_bench(sizes, progress=lambda line: print(line, file=sys.stderr))
+    args.output.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    print(json.dumps(result, indent=1))
+    return EXIT_OK
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "bench": _bench,
+    "index": _index,
+    "query": _query,
+    "eval": _eval,
+    "beir": _beir,
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -101,11 +149,25 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("--top", type=int, default=DEFAULT_TOP, help=f"most evidence items (default {DEFAULT_TOP})")
     query.add_argument("--format", choices=["json", "text", "markdown", "html"], default="json")
     query.add_argument("--no-refresh", action="store_true", help="answer from the index as it is")
+    query.add_argument("--lanes", default=",".join(LANES), help="comma-separated lanes (default: all)")
 
     evaluate = sub.add_parser("eval", help="run a frozen evaluation suite and write a receipt")
     evaluate.add_argument("suite_dir", type=Path)
     evaluate.add_argument("--questions", type=Path, help="another question file in the suite's JSONL format")
     evaluate.add_argument("--output", type=Path, help="where to write the receipt JSON")
+    evaluate.add_argument("--lanes", default=",".join(LANES), help="comma-separated lanes (default: all)")
+
+    beir = sub.add_parser("beir", help="score lexical, dense and hybrid retrieval on a BEIR dataset")
+    beir.add_argument("data_dir", type=Path, help="BEIR folder: corpus.jsonl[.gz], queries.jsonl, qrels/")
+    beir.add_argument("--split", default="test")
+    beir.add_argument("--methods", default="lexical,dense,hybrid")
+    beir.add_argument("--embedder", choices=list(EMBEDDERS), default=DEFAULT_EMBEDDER)
+    beir.add_argument("--store", type=Path, help="keep the index here (default: a temporary folder)")
+    beir.add_argument("--output", type=Path, required=True, help="where to write RUN.json")
+
+    bench = sub.add_parser("bench", help="measure speed and memory against bm25s and numpy references")
+    bench.add_argument("--passages", default="10000", help="comma-separated corpus sizes (default 10000)")
+    bench.add_argument("--output", type=Path, required=True, help="where to write BENCH.json")
     return parser
 
 

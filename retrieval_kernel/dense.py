@@ -33,8 +33,11 @@ CACHE_NAME = "embeddings.sqlite3"
 COLLECTION_PREFIX = "passages_v"
 
 
+EXACT_SEARCH_LIMIT = 100_000  # up to this many vectors, exact numpy search beats HNSW round trips
+
+
 def score_basis(embedder_name: str) -> str:
-    return f"cosine similarity ({embedder_name}; Chroma HNSW)"
+    return f"cosine similarity ({embedder_name}; exact up to {EXACT_SEARCH_LIMIT:,} vectors, else Chroma HNSW)"
 
 
 @register_embedding_function
@@ -124,6 +127,7 @@ class DenseProjection:
         self._cache_path = store_dir / CACHE_NAME
         self._client: Any = None
         self._cache: EmbeddingCache | None = None
+        self._exact: tuple[ProjectionState, list[str], np.ndarray] | None = None
         self.embedded_last_sync = 0
 
     @property
@@ -196,21 +200,47 @@ class DenseProjection:
     def embed_query(self, text: str) -> np.ndarray:
         return self.function.embedder.embed([text])[0]
 
-    def search(self, text: str, limit: int, version: int) -> list[DenseHit]:
+    def search(self, text: str, limit: int, state: ProjectionState) -> list[DenseHit]:
         """Top ``limit`` passages by cosine similarity; ties broken by passage id."""
-        return self.search_vector(self.embed_query(text), limit, version)
+        return self.search_vector(self.embed_query(text), limit, state)
 
-    def search_vector(self, vector: np.ndarray, limit: int, version: int) -> list[DenseHit]:
+    def search_vector(self, vector: np.ndarray, limit: int, state: ProjectionState) -> list[DenseHit]:
+        """Exact cosine over the collection's vectors when it is small enough, else Chroma's HNSW."""
+        exact = self._exact_matrix(state)
+        if exact is not None:
+            ids, matrix = exact
+            if not ids:
+                return []
+            scores = np.round(matrix @ vector.astype("float32"), 6)
+            top = np.argpartition(-scores, min(limit, len(ids)) - 1)[:limit]
+            hits = [DenseHit(ids[i], float(scores[i])) for i in top]
+        else:
+            hits = self._hnsw(vector, limit, state.version)
+        return sorted(hits, key=lambda hit: (-hit.score, hit.passage_id))[:limit]
+
+    def _hnsw(self, vector: np.ndarray, limit: int, version: int) -> list[DenseHit]:
         collection = self._collection(version)
         count = collection.count()
         if count == 0:
             return []
         result = collection.query(query_embeddings=[vector], n_results=min(limit, count), include=["distances"])
-        hits = [
+        return [
             DenseHit(passage_id, round(1.0 - float(distance), 6))
             for passage_id, distance in zip(result["ids"][0], result["distances"][0], strict=True)
         ]
-        return sorted(hits, key=lambda hit: (-hit.score, hit.passage_id))
+
+    def _exact_matrix(self, state: ProjectionState) -> tuple[list[str], np.ndarray] | None:
+        """The collection's vectors in memory, reloaded whenever the projection state changes."""
+        if self._exact is not None and self._exact[0] == state:
+            return self._exact[1], self._exact[2]
+        collection = self._collection(state.version)
+        if collection.count() > EXACT_SEARCH_LIMIT:
+            return None
+        stored = collection.get(include=["embeddings"])
+        ids = list(stored["ids"])
+        matrix = np.asarray(stored["embeddings"], dtype="float32").reshape(len(ids), -1)
+        self._exact = (state, ids, matrix)
+        return ids, matrix
 
     # ------------------------------------------------------------ chroma plumbing
 

@@ -68,6 +68,7 @@ def _option_parser() -> _Parser:
     budget.add_argument("--max-chars", type=int)
     parser.add_argument("--top", type=int)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--lanes", help="comma-separated lanes: identity,lexical,dense")
     refresh = parser.add_mutually_exclusive_group()
     refresh.add_argument("--refresh", dest="refresh", action="store_true", default=None)
     refresh.add_argument("--no-refresh", dest="refresh", action="store_false")
@@ -143,6 +144,7 @@ class ContextMagics(Magics, Configurable):
                 max_chars=settings["max_chars"],
                 top=DEFAULT_TOP if settings["top"] is None else settings["top"],
                 refresh=settings["refresh"] is not False,
+                lanes=options["lanes"].split(",") if options["lanes"] else None,
             )
         except RetrievalKernelError as exc:
             raise UsageError(f"%context: {exc}") from None

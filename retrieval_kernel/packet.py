@@ -129,7 +129,7 @@ class Packet:
             "lanes": [_lane_dict(lane) for lane in self.lanes],
             "abstained": self.abstained,
             "abstention_reason": self.abstention_reason,
-            "evidence": [_evidence_dict(item) for item in self.evidence],
+            "evidence": [evidence_dict(item) for item in self.evidence],
             "conflicts": [],
             "exclusions": dict(self.exclusions),
             "warnings": list(self.warnings),
@@ -205,7 +205,7 @@ def _lane_dict(lane: LaneReport) -> dict[str, Any]:
     }
 
 
-def _evidence_dict(item: Evidence) -> dict[str, Any]:
+def evidence_dict(item: Evidence) -> dict[str, Any]:
     return {
         "ref": item.ref,
         "id": item.id,

@@ -224,7 +224,7 @@ class Workspace:
         try:
             dense = self.dense
             basis = score_basis(dense.embedder_name)
-            hits = [(h.passage_id, h.score) for h in dense.search(query, self.candidate_pool, state.version)]
+            hits = [(h.passage_id, h.score) for h in dense.search(query, self.candidate_pool, state)]
         except Exception as exc:  # the model or Chroma failed: the lane is unavailable, say why
             return unavailable(NAME, basis, f"{type(exc).__name__}: {exc}")
         return run_dense(lambda: hits, self.records, NAME, basis, stale, self.dense_min_cosine)
