@@ -18,8 +18,8 @@ from .records import RecordStore
 
 LEXICAL_MIN_SCORE = 0.0  # any shared term; BM25 scores do not transfer between corpora
 # Cosine below which a dense hit is not evidence. Calibrated on SciFact *train* queries
-# (see retrieval_kernel/beir.py `calibrate_dense_threshold`); documented in the README.
-DENSE_MIN_COSINE = 0.30
+# (scripts/calibrate_dense.py: the 5th percentile of query-to-relevant-abstract cosine).
+DENSE_MIN_COSINE = 0.32
 
 
 @dataclass(frozen=True)

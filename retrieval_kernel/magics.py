@@ -1,7 +1,8 @@
 """``%context`` / ``%%context``: the IPython adapter. It parses, calls the core, displays.
 
 Options come first and the rest of the line is the query, verbatim, so a
-question may contain apostrophes, quotes or ``--`` inside it::
+question may contain apostrophes, quotes, ``{braces}``, ``$`` or ``--`` inside it.
+Option values expand ``{name}`` and ``$name`` from the user namespace, as IPython does::
 
     %context --notes notes/ --as-of 2026-10-15 --max-bytes 4000 Who decides a record's owner?
 
@@ -131,6 +132,7 @@ class ContextMagics(Magics, Configurable):
         ``--json`` (print the packet JSON), ``--no-refresh``.
         """
         argv, rest = split_options(line)
+        argv = [self.shell.var_expand(token) for token in argv]  # {var} and $var in option values only
         if cell is not None and rest:
             raise UsageError("%%context: put options on the magic line and the question in the cell")
         query = cell if cell is not None else rest

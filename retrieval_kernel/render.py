@@ -56,7 +56,10 @@ def _age(days: int | None) -> str:
 
 
 def lane_text(lane: LaneReport) -> str:
-    index = f"index v{lane.index_version} @ seq {lane.high_water}"
+    if lane.index_version is None:
+        index = "no index" if lane.high_water is None else f"record store @ seq {lane.high_water}"
+    else:
+        index = f"index v{lane.index_version} @ seq {lane.high_water}"
     lag = f", {lane.lag} behind" if lane.lag else ""
     reason = f": {lane.reason}" if lane.reason else ""
     return f"{lane.name} {lane.status} ({lane.candidates} candidates, {index}{lag}){reason}"

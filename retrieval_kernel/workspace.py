@@ -36,6 +36,7 @@ from .records import RecordStore
 
 if TYPE_CHECKING:
     from .dense import DenseProjection
+    from .rerank import Reranker
 
 MAX_QUERY_CHARS = 4_000
 DEFAULT_TOP = 8
@@ -81,6 +82,7 @@ class Workspace:
         lanes: Sequence[str] = LANES,
         embedder: str = DEFAULT_EMBEDDER,
         dense_min_cosine: float = DENSE_MIN_COSINE,
+        reranker: Reranker | None = None,
     ) -> None:
         self.notes_dir = Path(notes_dir)
         if not self.notes_dir.is_dir():
@@ -91,6 +93,7 @@ class Workspace:
         self.embedder = embedder
         self.dense_min_cosine = dense_min_cosine
         self.candidate_pool = CANDIDATE_POOL
+        self.reranker = reranker
         self.records = RecordStore(self.store_dir)
         self.lexical = LexicalProjection(self.store_dir)
         self._dense: DenseProjection | None = None
@@ -196,7 +199,12 @@ class Workspace:
             warnings=_warnings(outcome),
             trace_id=_trace_id(query, clock, budget, top, reports),
         )
-        return assemble(shell, self.rank(runs), clock, top)
+        ranked = self.rank(runs)
+        if self.reranker is not None:
+            from .rerank import rerank
+
+            ranked = rerank(query, ranked, self.reranker)
+        return assemble(shell, ranked, clock, top)
 
     def _unrefreshed(self) -> RefreshOutcome:
         return RefreshOutcome(STALE if self.pending_changes() else CONSISTENT, None)
