@@ -132,7 +132,8 @@ class ContextMagics(Magics, Configurable):
         ``--json`` (print the packet JSON), ``--no-refresh``.
         """
         argv, rest = split_options(line)
-        argv = [self.shell.var_expand(token) for token in argv]  # {var} and $var in option values only
+        if self.shell is not None:  # {var} and $var expand in option values only, never in the question
+            argv = [self.shell.var_expand(token) for token in argv]
         if cell is not None and rest:
             raise UsageError("%%context: put options on the magic line and the question in the cell")
         query = cell if cell is not None else rest
