@@ -11,6 +11,7 @@ best passage. Metrics come from ir_measures: nDCG@10, R@100, RR@10 (MRR@10).
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -77,9 +78,13 @@ def _read_qrels(path: Path) -> dict[str, dict[str, int]]:
     except OSError as exc:
         raise SuiteError(f"cannot read qrels {path}: {exc}") from exc
     qrels: dict[str, dict[str, int]] = {}
-    for line in lines[1:]:  # header: query-id, corpus-id, score
-        query_id, doc_id, score = line.split("\t")
-        qrels.setdefault(query_id, {})[doc_id] = int(score)
+    for number, line in enumerate(lines[1:], 2):  # line 1 is the header: query-id, corpus-id, score
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) != 3 or not fields[2].strip().lstrip("-").isdigit():
+            raise SuiteError(f"{path}:{number}: expected 'query-id<TAB>corpus-id<TAB>score', got {line!r}")
+        qrels.setdefault(fields[0], {})[fields[1]] = int(fields[2])
     return qrels
 
 
@@ -102,7 +107,9 @@ def note_text(doc_id: str, title: str, text: str) -> str:
 
 
 def _safe_name(doc_id: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in doc_id)
+    """A file name for a doc id; ids that needed changing get a hash suffix so they cannot collide."""
+    safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in doc_id)
+    return safe if safe == doc_id else f"{safe}-{hashlib.sha256(doc_id.encode()).hexdigest()[:10]}"
 
 
 # ---------------------------------------------------------------- running

@@ -238,7 +238,7 @@ class DenseProjection:
             return None
         stored = collection.get(include=["embeddings"])
         ids = list(stored["ids"])
-        matrix = np.asarray(stored["embeddings"], dtype="float32").reshape(len(ids), -1)
+        matrix = np.asarray(stored["embeddings"], dtype="float32").reshape(len(ids), self.function.embedder.dimension)
         self._exact = (state, ids, matrix)
         return ids, matrix
 

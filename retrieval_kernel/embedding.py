@@ -8,8 +8,8 @@ one interface:
   the reference every speed figure is compared with.
 - :class:`OnnxEmbedder` (the default) — the same network exported once to ONNX,
   its weights quantized to int8 per output channel, run by ONNX Runtime on one
-  single-threaded session per core in parallel. Same tokenizer, same 256-token
-  truncation, same mean pooling and normalisation.
+  single-threaded session per core in parallel, one text per run. Same tokenizer,
+  same 256-token truncation, same mean pooling and normalisation.
 
 Heavy libraries (torch, sentence-transformers, onnxruntime) are imported inside
 functions, so ``%load_ext retrieval_kernel`` stays fast.
@@ -81,6 +81,10 @@ class TorchEmbedder:
         self.model = SentenceTransformer(str(model_dir()), device="cpu")
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            import numpy as np
+
+            return np.zeros((0, self.dimension), dtype="float32")
         return self.model.encode(
             list(texts), batch_size=BATCH_SIZE, normalize_embeddings=True, convert_to_numpy=True
         ).astype("float32")
@@ -117,17 +121,17 @@ class OnnxEmbedder:
         self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="rk-embed")
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """One text per run: no padding, and a text's vector never depends on its neighbours.
+
+        Dynamic int8 quantization scales activations per run, so batching texts together
+        would make each vector depend on the batch (cosine down to ~0.98); one at a time
+        keeps cached vectors reproducible, and on these CPUs it is also faster.
+        """
         import numpy as np
 
         if not texts:
             return np.zeros((0, self.dimension), dtype="float32")
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))  # similar lengths pad less
-        batches = [order[i : i + BATCH_SIZE] for i in range(0, len(order), BATCH_SIZE)]
-        vectors = np.zeros((len(texts), self.dimension), dtype="float32")
-        results = self._pool.map(lambda b: self._run([texts[i] for i in b]), batches)
-        for batch, result in zip(batches, results, strict=True):
-            vectors[batch] = result
-        return vectors
+        return np.concatenate(list(self._pool.map(lambda text: self._run([text]), texts)))
 
     def _run(self, texts: list[str]) -> np.ndarray:
         import numpy as np

@@ -1,0 +1,50 @@
+"""The benchmark's synthetic corpus (the benchmark itself is too slow to run here)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from retrieval_kernel.bench import QUERIES, SECTIONS_PER_NOTE, synthetic_notes
+from retrieval_kernel.notes import read_note
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
+
+
+@pytest.mark.slow
+def test_synthetic_notes_are_deterministic_and_sized(tmp_path: Path) -> None:
+    first = synthetic_notes(tmp_path / "one", 120)
+    second = synthetic_notes(tmp_path / "two", 120)
+    assert first == second
+    assert len(first) == QUERIES == 60
+    assert all(query.strip() for query in first)
+    assert snapshot(tmp_path / "one") == snapshot(tmp_path / "two")
+
+    files = sorted((tmp_path / "one").glob("*.md"))
+    assert [path.name for path in files] == [f"note-{i:05d}.md" for i in range(12)]
+    sections = [
+        line for path in files for line in path.read_text(encoding="utf-8").splitlines() if line.startswith("## ")
+    ]
+    assert len(sections) == 120
+    for path in files:
+        note = read_note(tmp_path / "one", path)
+        assert note.module == path.stem
+        assert len(note.passages) == SECTIONS_PER_NOTE
+        assert note.observed_at == "2026-10-01"
+    # every section heading carries its global number, 0..119, once each
+    assert sorted(int(line.rsplit(" ", 1)[1]) for line in sections) == list(range(120))
+
+
+@pytest.mark.slow
+def test_synthetic_notes_depend_on_the_seed_and_size(tmp_path: Path) -> None:
+    base = synthetic_notes(tmp_path / "base", 120)
+    other_seed = synthetic_notes(tmp_path / "seed", 120, seed=7)
+    assert other_seed != base
+    assert snapshot(tmp_path / "seed") != snapshot(tmp_path / "base")
+    synthetic_notes(tmp_path / "odd", 25)
+    odd = sorted((tmp_path / "odd").glob("*.md"))
+    assert len(odd) == 3
+    assert sum(text.count("\n## ") for text in (p.read_text(encoding="utf-8") for p in odd)) == 25
