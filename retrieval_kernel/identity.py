@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from .notes import default_module
 from .records import RecordStore
@@ -43,17 +44,31 @@ def resolve(query: str, records: RecordStore, limit: int) -> list[IdentityHit]:
         if _is_hash_prefix(prefix)
         for pid in records.passage_ids_with_hash_prefix(prefix)
     ]
-    lowered = {token.lower() for token in tokens}
-    for document in records.documents().values():
-        names = _document_names(document.path, document.module, document.metadata.get("aliases"))
-        named = sorted(lowered & set(names))
-        if named:
-            kind = names[named[0]]
-            hits += [IdentityHit(p.id, named[0], kind) for p in records.passages_of(document.path)]
+    names = _name_index(records)
+    for token in sorted({token.lower() for token in tokens}):
+        for path, kind in names.get(token, []):
+            hits += [IdentityHit(p.id, token, kind) for p in records.passages_of(path)]
     unique: dict[str, IdentityHit] = {}
     for hit in hits:
         unique.setdefault(hit.passage_id, hit)  # the most specific naming wins
     return list(unique.values())[:limit]
+
+
+_NAME_INDEXES: dict[Path, tuple[int, dict[str, list[tuple[str, str]]]]] = {}
+
+
+def _name_index(records: RecordStore) -> dict[str, list[tuple[str, str]]]:
+    """Lower-cased note names → [(path, kind)], rebuilt only when the change log moves."""
+    high_water = records.high_water()
+    cached = _NAME_INDEXES.get(records.path)
+    if cached is not None and cached[0] == high_water:
+        return cached[1]
+    index: dict[str, list[tuple[str, str]]] = {}
+    for document in records.documents().values():
+        for name, kind in _document_names(document.path, document.module, document.metadata.get("aliases")).items():
+            index.setdefault(name, []).append((document.path, kind))
+    _NAME_INDEXES[records.path] = (high_water, index)
+    return index
 
 
 def _tokens(query: str) -> list[str]:

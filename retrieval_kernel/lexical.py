@@ -223,21 +223,44 @@ class _ScoringView:
 
     def postings(self, field: str, term: str) -> tuple[np.ndarray, np.ndarray]:
         """Global document numbers and term frequencies of ``term`` in ``field``."""
-        docnums: list[int] = []
-        weights: list[float] = []
+        docnums: list[np.ndarray] = []
+        weights: list[np.ndarray] = []
         for reader, offset in self._leaves:
-            if (field, term) not in reader:
-                continue
-            for docnum, weight in reader.postings(field, term).items_as("weight"):
-                docnums.append(docnum + offset)
-                weights.append(weight)
-        return np.asarray(docnums, dtype=np.int64), np.asarray(weights, dtype=float)
+            if (field, term) in reader:
+                ids, tfs = _read_postings(reader.postings(field, term))
+                docnums.append(ids + offset)
+                weights.append(tfs)
+        if not docnums:
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        return np.concatenate(docnums), np.concatenate(weights)
 
     def bm25(self, field: str, term: str, docnums: np.ndarray, tf: np.ndarray, k1: float, b: float) -> np.ndarray:
         """Whoosh's ``scoring.bm25`` for these postings, vectorised."""
         idf = self.searcher.idf(field, term)
         length = self.lengths[field][docnums]
         return idf * ((tf * (k1 + 1)) / (tf + k1 * ((1 - b) + b * length / self.average[field])))
+
+
+def _read_postings(matcher: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Document numbers and weights of a leaf matcher, a block at a time when the codec allows.
+
+    Whoosh's public ``items_as`` yields one posting per Python call; its whoosh3 leaf
+    matcher keeps each block's ids and weights as arrays, which we take whole.
+    """
+    if all(hasattr(matcher, name) for name in ("_read_ids", "_read_weights", "_next_block", "_ids", "_weights")):
+        ids: list[Any] = []
+        tfs: list[Any] = []
+        while matcher.is_active():
+            if matcher._ids is None:
+                matcher._read_ids()
+            if matcher._weights is None:
+                matcher._read_weights()
+            ids.extend(matcher._ids[matcher._i :])
+            tfs.extend(matcher._weights[matcher._i :])
+            matcher._next_block()
+        return np.asarray(ids, dtype=np.int64), np.asarray(tfs, dtype=float)
+    pairs = list(matcher.items_as("weight"))
+    return np.asarray([d for d, _ in pairs], dtype=np.int64), np.asarray([w for _, w in pairs], dtype=float)
 
 
 def _has(sorted_docnums: np.ndarray, docnum: int) -> bool:

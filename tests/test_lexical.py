@@ -246,3 +246,32 @@ def test_ranking_parity_with_bm25s(indexed) -> None:
         assert set(got) == set(expected), query  # OR semantics: every doc with any term, no others
         assert got[0] == expected[0], (query, got, expected)
         assert set(got[:3]) == set(expected[:3]), (query, got, expected)
+
+
+def test_vectorised_scores_equal_whooshs_own_collector(tmp_path: Path, workshop_notes: Path) -> None:
+    """Our numpy BM25F over Whoosh's postings must give Whoosh's own scores, also across segments."""
+    import shutil
+
+    notes = tmp_path / "notes"
+    shutil.copytree(workshop_notes, notes)
+    with Workspace(notes, store_dir=tmp_path / "store", lanes=("lexical",)) as ws:
+        ws.index()
+        # A second segment and a deleted document: edit one note, delete another, re-index.
+        edited = notes / "record-ownership.md"
+        extra = "\n## Audit trail\n\nEvery record keeps an audit trail.\n"
+        edited.write_text(edited.read_text(encoding="utf-8") + extra)
+        (notes / "source-age.md").unlink()
+        ws.index()
+        queries = [
+            "How is ownership of a record decided?",
+            "record audit trail owner",
+            "Who approves a production deployment?",
+            "observed dates and staleness",
+            "checkpoint sign-off batch",
+        ]
+        for query in queries:
+            ours = ws.lexical.search(query, 50)
+            whoosh = ws.lexical.search_with_whoosh(query, 50)
+            assert [h.passage_id for h in ours] == [h.passage_id for h in whoosh], query
+            assert [round(h.score, 6) for h in ours] == [round(h.score, 6) for h in whoosh], query
+            assert not any(h.passage_id.startswith("workshop-source-age") for h in ours)
