@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 DEMO_STORE := .retrieval_kernel/workshop
 DEMO_QUESTION := Can a retrieved passage authorize deployment?
 
-.PHONY: setup demo test lint lab clean
+.PHONY: setup demo test lint lab bench scifact clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,6 +28,14 @@ lint: setup
 
 test: lint
 	$(BIN)/pytest tests notebooks --nbval --nbval-sanitize-with notebooks/sanitize.cfg
+
+bench: setup
+	mkdir -p .retrieval_kernel
+	$(BIN)/retrieval-kernel bench --passages 1000,10000 --output .retrieval_kernel/bench.json
+
+scifact: setup
+	mkdir -p .retrieval_kernel
+	$(BIN)/retrieval-kernel beir ../shared/datasets/scifact --split test --output .retrieval_kernel/scifact-run.json
 
 lab: setup
 	$(BIN)/jupyter lab --notebook-dir=notebooks

@@ -39,3 +39,22 @@ def workshop_notes() -> Path:
     path = REPO_ROOT / "fixtures" / "workshop" / "notes"
     assert path.is_dir(), f"workshop fixture missing at {path}"
     return path
+
+
+@pytest.fixture
+def ws_for(tmp_path: Path, make_notes):
+    """Build (and by default index) a lexical-only workspace over ``{path: text}``; closed afterwards."""
+    from retrieval_kernel import Workspace
+
+    opened: list[Workspace] = []
+
+    def build(files: dict[str, str], index: bool = True) -> Workspace:
+        ws = Workspace(make_notes(files), store_dir=tmp_path / "store", lanes=("lexical",))
+        if index:
+            ws.index()
+        opened.append(ws)
+        return ws
+
+    yield build
+    for ws in opened:
+        ws.close()

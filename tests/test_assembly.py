@@ -185,19 +185,6 @@ def test_budget_range_bounds_are_inclusive(workshop_ws, kwargs) -> None:
 # ---------------------------------------------------------------- units and exclusions on purpose-built notes
 
 
-@pytest.fixture
-def ws_for(tmp_path: Path, make_notes):
-    opened: list[Workspace] = []
-
-    def build(files: dict[str, str]) -> Workspace:
-        ws = Workspace(make_notes(files), store_dir=tmp_path / "store", lanes=("lexical",))
-        ws.index()
-        opened.append(ws)
-        return ws
-
-    yield build
-    for ws in opened:
-        ws.close()
 
 
 CJK_NOTE = (

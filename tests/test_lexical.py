@@ -12,19 +12,9 @@ from retrieval_kernel.lexical import analyze, make_analyzer
 
 
 @pytest.fixture
-def indexed(tmp_path: Path, make_notes):
-    """Index ``{path: text}`` into a fresh store and return the workspace."""
-    opened: list[Workspace] = []
-
-    def build(files: dict[str, str]) -> Workspace:
-        ws = Workspace(make_notes(files), store_dir=tmp_path / "store", lanes=("lexical",))
-        ws.index()
-        opened.append(ws)
-        return ws
-
-    yield build
-    for ws in opened:
-        ws.close()
+def indexed(ws_for):
+    """Index ``{path: text}`` into a fresh lexical-only store and return the workspace."""
+    return ws_for
 
 
 def ids(ws: Workspace, text: str, limit: int = 50) -> list[str]:

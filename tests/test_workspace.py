@@ -24,20 +24,6 @@ from retrieval_kernel.records import DATABASE_NAME
 AS_OF = "2026-10-15"
 
 
-@pytest.fixture
-def ws_for(tmp_path: Path, make_notes):
-    opened: list[Workspace] = []
-
-    def build(files: dict[str, str], index: bool = True) -> Workspace:
-        ws = Workspace(make_notes(files), store_dir=tmp_path / "store", lanes=("lexical",))
-        if index:
-            ws.index()
-        opened.append(ws)
-        return ws
-
-    yield build
-    for ws in opened:
-        ws.close()
 
 
 def note(observed: str | None = None, body: str = "gearbox oil level checks", **meta: str) -> str:
