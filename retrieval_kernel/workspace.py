@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from .assembly import RankedCandidate, assemble
 from .config import default_store_dir
-from .embedding import DEFAULT_EMBEDDER
+from .embedding import DEFAULT_EMBEDDER, go_offline
 from .errors import (
     BudgetError,
     EmptyQueryError,
@@ -115,6 +115,7 @@ class Workspace:
     def dense(self) -> DenseProjection:
         """The dense projection (imports Chroma and the embedder on first use)."""
         if self._dense is None:
+            go_offline()  # before chromadb is imported: no telemetry, no hub downloads
             try:
                 from .dense import DenseProjection
             except ImportError as exc:
