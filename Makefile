@@ -38,7 +38,9 @@ scifact: setup
 	$(BIN)/retrieval-kernel beir ../shared/datasets/scifact --split test --output .retrieval_kernel/scifact-run.json
 
 lab: setup
-	$(BIN)/jupyter lab --notebook-dir=notebooks
+	mkdir -p $(VENV)/share/jupyter/lab/settings
+	cp extension/lab/overrides.json $(VENV)/share/jupyter/lab/settings/overrides.json
+	IPYTHONDIR=$(CURDIR)/extension/ipython $(BIN)/jupyter lab --notebook-dir=notebooks
 
 clean:
 	rm -rf .retrieval_kernel .pytest_cache .mypy_cache .ruff_cache
