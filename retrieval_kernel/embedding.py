@@ -17,9 +17,12 @@ functions, so ``%load_ext retrieval_kernel`` stays fast.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import os
 import threading
+import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -46,6 +49,8 @@ def go_offline() -> None:
         "HF_HUB_DISABLE_TELEMETRY": "1",
         "ANONYMIZED_TELEMETRY": "False",
         "TOKENIZERS_PARALLELISM": "false",
+        "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+        "TRANSFORMERS_VERBOSITY": "error",
     }.items():
         os.environ.setdefault(name, value)
 
@@ -183,8 +188,12 @@ def quantized_model(source: Path, cache_dir: Path) -> Path:
     float_file = cache_dir / f"minilm-l6-{digest}-fp32.{os.getpid()}.onnx"
     partial = cache_dir / f"{target.name}.{os.getpid()}.partial"
     try:
-        _export_onnx(source, float_file)
-        _quantize(float_file, partial)
+        # The exporter and quantizer chatter on stderr (tracer warnings, progress bars); a
+        # notebook cell that happens to trigger the one-time export must not show that.
+        with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
+            warnings.simplefilter("ignore")
+            _export_onnx(source, float_file)
+            _quantize(float_file, partial)
         partial.replace(target)  # atomic: a reader never sees half a model
     finally:
         float_file.unlink(missing_ok=True)
