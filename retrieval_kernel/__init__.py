@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .errors import RetrievalKernelError
 from .packet import Evidence, Packet
@@ -27,7 +27,3 @@ def load_ipython_extension(ipython: InteractiveShell) -> None:
     transforms = ipython.input_transformer_manager.line_transforms
     if route_context_lines not in transforms:
         transforms.append(route_context_lines)
-
-
-def _jupyter_labextension_paths() -> list[dict[str, Any]]:  # pragma: no cover - no lab extension yet
-    return []

@@ -9,7 +9,6 @@ thresholds apply to each lane's own raw score, never to a fused score.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from . import identity, lexical
@@ -74,14 +73,14 @@ def run_lexical(
 
 
 def run_dense(
-    search: Callable[[], list[tuple[str, float]]],
+    hits: list[tuple[str, float]],
     records: RecordStore,
     name: str,
     basis: str,
     stale: bool,
     min_cosine: float = DENSE_MIN_COSINE,
 ) -> LaneRun:
-    hits = search()
+    """The dense lane's report for ``hits`` (best first), keeping those at or above ``min_cosine``."""
     kept = [(pid, score) for pid, score in hits if score >= min_cosine]
     reason = None
     if hits and not kept:

@@ -236,7 +236,7 @@ class Workspace:
             hits = [(h.passage_id, h.score) for h in dense.search(query, self.candidate_pool, state)]
         except Exception as exc:  # the model or Chroma failed: the lane is unavailable, say why
             return unavailable(NAME, basis, f"{type(exc).__name__}: {exc}")
-        return run_dense(lambda: hits, self.records, NAME, basis, stale, self.dense_min_cosine)
+        return run_dense(hits, self.records, NAME, basis, stale, self.dense_min_cosine)
 
     def _abstention(self, query: str, runs: dict[str, LaneRun]) -> str | None:
         if self.records.passage_count() == 0:
