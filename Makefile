@@ -19,7 +19,7 @@ setup: $(STAMP)
 demo: setup
 	$(BIN)/retrieval-kernel index fixtures/workshop/notes --store $(DEMO_STORE)
 	$(BIN)/retrieval-kernel eval fixtures/workshop --output $(DEMO_STORE)-receipt.json
-	$(BIN)/ipython --no-banner --colors=NoColor -c '%load_ext retrieval_kernel' \
+	$(BIN)/ipython --no-banner --colors=NoColor --ext=retrieval_kernel \
 		-c '%context --notes fixtures/workshop/notes --store $(DEMO_STORE) --as-of 2026-10-15 --max-bytes 4000 $(DEMO_QUESTION)'
 
 lint: setup
