@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import itertools
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from .errors import NoteError, StoreError
 from .notes import DEFAULT_MAX_PASSAGE_CHARS, Note, default_module, discover_notes, read_note
-from .records import RecordStore, utc_now
+from .records import RecordStore, StoredDocument, utc_now
 
 LOCK_NAME = "refresh.lock"
 
@@ -80,7 +81,7 @@ def sync_notes(
         seen.add(rel)
         stat = path.stat()
         previous = stored.get(rel)
-        if previous and (previous.size, previous.mtime_ns) == (stat.st_size, stat.st_mtime_ns):
+        if previous and _same_stat(previous, stat):
             unchanged += 1
             continue
         raw_hash = hashlib.sha256(path.read_bytes()).hexdigest()
@@ -101,6 +102,18 @@ def sync_notes(
     for rel in deleted:
         records.delete(rel, utc_now())
     return SyncReport(tuple(added), tuple(updated), tuple(deleted), unchanged, tuple(problems), tuple(warnings))
+
+
+def pending_changes(notes_root: Path, records: RecordStore) -> bool:
+    """Whether the notes differ from the store by path, size or mtime (no reading, no hashing)."""
+    stored = records.documents()
+    on_disk = {p.relative_to(notes_root).as_posix(): p.stat() for p in discover_notes(notes_root)}
+    return set(stored) != set(on_disk) or not all(_same_stat(doc, on_disk[path]) for path, doc in stored.items())
+
+
+def _same_stat(document: StoredDocument, stat: os.stat_result) -> bool:
+    """A file whose size and mtime match its stored row is taken as unchanged without reading it."""
+    return (document.size, document.mtime_ns) == (stat.st_size, stat.st_mtime_ns)
 
 
 def _read_unique(root: Path, path: Path, modules: dict[str, str], max_chars: int) -> Note:

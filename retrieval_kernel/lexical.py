@@ -11,7 +11,6 @@ Query text is never handed to Whoosh's query parser, so punctuation such as
 from __future__ import annotations
 
 import shutil
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from whoosh.lang.porter2 import stem as porter2_stem
 from whoosh.query import Or, Term
 from whoosh.scoring import BM25F
 
+from .notes import Passage
 from .records import ProjectionState, RecordStore, utc_now
 
 NAME = "lexical"
@@ -101,7 +101,7 @@ class LexicalProjection:
         for path in changed_paths:
             writer.delete_by_term("path", path)
             for passage in records.passages_of(path):
-                writer.add_document(**_fields(passage.id, passage.path, passage.heading_path, passage.text))
+                writer.add_document(**_fields(passage))
         writer.commit()
         return self._publish(records, ProjectionState(NAME, state.version, changes[-1][0], utc_now()))
 
@@ -114,8 +114,7 @@ class LexicalProjection:
         high_water = records.high_water()
         writer = whoosh_index.create_in(self.folder, make_schema()).writer()
         for stored in records.passages().values():
-            p = stored.passage
-            writer.add_document(**_fields(p.id, p.path, p.heading_path, p.text))
+            writer.add_document(**_fields(stored.passage))
         writer.commit()
         return self._publish(records, ProjectionState(NAME, version, high_water, utc_now()))
 
@@ -278,5 +277,5 @@ def _matched_words(hit: Any, words: dict[str, str]) -> tuple[str, ...]:
     return tuple(word for stem, word in words.items() if stem in stems)
 
 
-def _fields(passage_id: str, path: str, heading_path: Sequence[str], text: str) -> dict[str, str]:
-    return {"id": passage_id, "path": path, "heading": " / ".join(heading_path), "body": text}
+def _fields(passage: Passage) -> dict[str, str]:
+    return {"id": passage.id, "path": passage.path, "heading": " / ".join(passage.heading_path), "body": passage.text}

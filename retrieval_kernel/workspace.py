@@ -27,10 +27,10 @@ from .errors import (
 )
 from .freshness import parse_as_of
 from .fusion import reciprocal_rank_fusion
-from .indexing import SyncReport, refresh_lock, sync_notes
+from .indexing import SyncReport, pending_changes, refresh_lock, sync_notes
 from .lanes import DENSE_MIN_COSINE, LaneRun, run_dense, run_identity, run_lexical, unavailable
 from .lexical import LexicalProjection, analyze
-from .notes import DEFAULT_MAX_PASSAGE_CHARS, discover_notes
+from .notes import DEFAULT_MAX_PASSAGE_CHARS
 from .packet import DEFAULT_BUDGET_LIMIT, DEFAULT_BUDGET_UNIT, Budget, LaneReport, Packet
 from .records import RecordStore
 
@@ -157,14 +157,7 @@ class Workspace:
 
     def pending_changes(self) -> bool:
         """Whether the notes differ from the store by path, size or mtime (no hashing)."""
-        stored = self.records.documents()
-        on_disk = {p.relative_to(self.notes_dir).as_posix(): p.stat() for p in discover_notes(self.notes_dir)}
-        if set(stored) != set(on_disk):
-            return True
-        return any(
-            (doc.size, doc.mtime_ns) != (on_disk[path].st_size, on_disk[path].st_mtime_ns)
-            for path, doc in stored.items()
-        )
+        return pending_changes(self.notes_dir, self.records)
 
     # ------------------------------------------------------------ querying
 
