@@ -1,61 +1,120 @@
-"""Assembly: turn ranked candidates into evidence that fits the budget.
+"""Assembly: turn the policy's selection into evidence that fits the budget.
 
-Candidates are taken in fused-rank order. Each one enters whole if the packet
-still fits; otherwise it is cut back by whole lines from its end (its cited
-range shrinks and it is marked ``truncated``); if not even its first line fits,
-it is left out and counted under ``exclusions["budget"]``. The budget always
-covers the whole serialized packet, so an answer can never exceed it.
+Admitted items are taken in the policy's order (then, under audit, historical
+ones). Each enters whole if the packet still fits; otherwise it is cut back by
+whole lines from its end (its cited range shrinks and it is marked
+``truncated``); if not even its first line fits, it is left out and counted
+under ``exclusions["budget"]``. Evidence is numbered ``e1``, ``e2``... in packet
+order and conflicts cite those refs (or the passage id of a side kept out). The
+budget always covers the whole serialized packet, so an answer never exceeds it.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from .errors import BudgetTooSmallError
 from .freshness import fresh_for_days, freshness_label, source_age_days
+from .live import LiveCheck, run_checks
 from .notes import HEADING_LINE
-from .packet import Evidence, LaneHit, Packet, evidence_dict, serialize
-from .records import StoredPassage
+from .packet import (
+    MAX_LISTED_EXCLUSIONS,
+    Conflict,
+    ConflictSide,
+    Evidence,
+    Excluded,
+    Packet,
+    evidence_dict,
+    serialize,
+)
+from .policy import BUDGET, HISTORICAL, SCOPE, Admission, ConflictDraft, Selection
 
 ABSTAIN_NOTHING_FITS = "no_evidence_fits_budget"
+ABSTAIN_FILTERED_BY_VALIDITY = "filtered_by_validity"
+ABSTAIN_UNRESOLVED_CONFLICT = "unresolved_conflict"
 
 
-@dataclass(frozen=True)
-class RankedCandidate:
-    """A passage proposed by the lanes, in fused order."""
-
-    stored: StoredPassage
-    score: float
-    retrieved_by: tuple[LaneHit, ...]
-    matched_terms: tuple[str, ...] = ()
-
-
-def assemble(shell: Packet, candidates: Sequence[RankedCandidate], as_of: dt.date, top: int) -> Packet:
-    """Fill ``shell`` (a packet without evidence) with up to ``top`` candidates that fit.
+def assemble(shell: Packet, selection: Selection, as_of: dt.date, live_checks: Sequence[LiveCheck] = ()) -> Packet:
+    """Fill ``shell`` (a packet without evidence) with the selection's items that fit.
 
     Raises ``BudgetTooSmallError`` when even a packet without evidence exceeds the budget.
     """
-    reason = ABSTAIN_NOTHING_FITS if candidates else shell.abstention_reason
-    empty = _packet(shell, [], min(top, len(candidates)), reason)
+    items = [*selection.admitted, *selection.history]
+    counts = {SCOPE: 0, BUDGET: 0, **shell.exclusions, **selection.counts}
+    shell = replace(
+        shell,
+        exclusions=dict(sorted(counts.items())),
+        excluded=tuple(_excluded(selection)[:MAX_LISTED_EXCLUSIONS]),
+        conflicts=_conflicts(selection.conflicts, {}),
+    )
+    reason = _empty_reason(shell, selection)
+    empty = _packet(shell, [], len(items), reason, selection)
     if empty.budget.used > shell.budget.limit:
         raise BudgetTooSmallError(
             f"a packet for this query needs at least {empty.budget.used:,} {shell.budget.unit} "
             f"even without evidence; the budget is {shell.budget.limit:,}",
             minimum=empty.budget.used,
         )
-    room = _Room(shell, worst_left_out=len(candidates))
+    room = _Room(shell, worst_left_out=len(items))
     admitted: list[Evidence] = []
-    left_out = 0
-    for candidate in candidates[:top]:
-        item = _fit(room, _evidence(candidate, len(admitted) + 1, as_of))
-        if item is None:
-            left_out += 1
-        else:
+    for admission in items:
+        item = _fit(room, _evidence(admission, len(admitted) + 1, as_of, tuple(live_checks)))
+        if item is not None:
             admitted.append(item)
             room.take(item)
-    return _packet(shell, admitted, left_out, None) if admitted else empty
+    while admitted:  # conflicts now cite refs; in the rare case that grew the packet, give back the last item
+        packet = _packet(shell, admitted, len(items) - len(admitted), reason, selection)
+        if packet.budget.used <= shell.budget.limit:
+            return packet
+        admitted.pop()
+    return empty
+
+
+def _empty_reason(shell: Packet, selection: Selection) -> str | None:
+    if selection.admitted:
+        return ABSTAIN_NOTHING_FITS
+    if selection.excluded:
+        return ABSTAIN_FILTERED_BY_VALIDITY
+    return shell.abstention_reason
+
+
+def _excluded(selection: Selection) -> list[Excluded]:
+    return [
+        Excluded(
+            id=e.candidate.id,
+            path=e.candidate.path,
+            line_start=e.candidate.stored.passage.line_start,
+            line_end=e.candidate.stored.passage.line_end,
+            reason=e.code,
+            detail=e.detail,
+        )
+        for e in selection.excluded
+    ]
+
+
+def _conflicts(drafts: Sequence[ConflictDraft], refs: dict[str, str]) -> tuple[Conflict, ...]:
+    """Conflict objects citing evidence refs where the side is in the packet, else passage ids."""
+
+    def name(passage_id: str) -> str:
+        return refs.get(passage_id, passage_id)
+
+    conflicts = []
+    for number, draft in enumerate(drafts, 1):
+        winners, losers = ", ".join(map(name, draft.winners)), ", ".join(map(name, draft.losers))
+        if draft.kind == "superseded":
+            resolution = f"superseded({losers}, by={winners})"
+        elif draft.kind == "authority":
+            resolution = f"authority({winners} over {losers})"
+        else:
+            resolution = "unresolved"
+        sides = tuple(
+            ConflictSide(refs.get(s.passage_id), s.passage_id, s.value, s.authority, s.status) for s in draft.sides
+        )
+        winner = draft.winners[0] if draft.winners else None
+        conflicts.append(Conflict(f"c{number}", draft.proposition, sides, resolution, winner, draft.required_behavior))
+    return tuple(conflicts)
 
 
 class _Room:
@@ -74,7 +133,7 @@ class _Room:
             evidence=(),
             abstained=False,
             abstention_reason=None,
-            exclusions={"budget": worst_left_out},
+            exclusions={**shell.exclusions, BUDGET: worst_left_out},
             budget=replace(shell.budget, used=shell.budget.limit),
         )
         self.used = frame.size()
@@ -91,13 +150,20 @@ class _Room:
         self.items += 1
 
 
-def _packet(shell: Packet, admitted: list[Evidence], left_out: int, abstention: str | None) -> Packet:
+def _packet(shell: Packet, admitted: list[Evidence], left_out: int, reason: str | None, selection: Selection) -> Packet:
+    current = [item for item in admitted if item.role != HISTORICAL]
+    if selection.unresolved and current:
+        abstention: str | None = ABSTAIN_UNRESOLVED_CONFLICT
+    else:
+        abstention = None if current else reason
+    refs = {item.id: item.ref for item in admitted}
     return replace(
         shell,
         evidence=tuple(admitted),
-        abstained=not admitted,
-        abstention_reason=None if admitted else abstention,
-        exclusions={"budget": left_out},
+        abstained=abstention is not None,
+        abstention_reason=abstention,
+        exclusions={**shell.exclusions, BUDGET: left_out},
+        conflicts=_conflicts(selection.conflicts, refs),
     ).with_measured_budget()
 
 
@@ -134,11 +200,15 @@ def _cut(item: Evidence, lines: list[str], keep: int) -> Evidence:
     return replace(item, excerpt="\n".join(lines[:keep]), line_end=item.line_start + keep - 1, truncated=True)
 
 
-def _evidence(candidate: RankedCandidate, rank: int, as_of: dt.date) -> Evidence:
+def _evidence(admission: Admission, rank: int, as_of: dt.date, live_checks: tuple[LiveCheck, ...]) -> Evidence:
+    candidate = admission.candidate
     stored = candidate.stored
     passage = stored.passage
+    facts = stored.facts
     age = source_age_days(stored.observed_at, as_of)
     window = fresh_for_days(stored.metadata)
+    live = run_checks(live_checks, facts.asserts) if facts.asserts and admission.role != HISTORICAL else []
+    reason = "; ".join([admission.reason, *(result.detail for result in live)])
     return Evidence(
         ref=f"e{rank}",
         id=passage.id,
@@ -153,23 +223,15 @@ def _evidence(candidate: RankedCandidate, rank: int, as_of: dt.date) -> Evidence
         freshness=freshness_label(age, window),
         fresh_for_days=window,
         indexed_at=stored.indexed_at,
-        live_verified=False,
-        authority=_text_or_none(stored.metadata.get("authority")),
-        status=_text_or_none(stored.metadata.get("status")),
+        live_verified=bool(live) and all(result.verified for result in live),
+        authority=facts.authority,
+        status=facts.status,
         retrieved_by=candidate.retrieved_by,
         rank=rank,
         score=candidate.score,
-        reason=_reason(candidate),
+        reason=reason,
         truncated=False,
+        role=admission.role,
+        asserts=dict(facts.asserts),
+        duplicates=admission.duplicates,
     )
-
-
-def _reason(candidate: RankedCandidate) -> str:
-    lanes = ", ".join(f"{hit.lane} #{hit.rank}" for hit in candidate.retrieved_by)
-    if not candidate.matched_terms:
-        return f"ranked by {lanes}"
-    return f"ranked by {lanes}; matched terms: {', '.join(candidate.matched_terms)}"
-
-
-def _text_or_none(value: object) -> str | None:
-    return None if value is None else str(value)

@@ -9,6 +9,7 @@ thresholds apply to each lane's own raw score, never to a fused score.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from . import identity, lexical
@@ -29,6 +30,16 @@ class LaneRun:
     ranking: list[tuple[str, float]] = field(default_factory=list)
     matched: dict[str, tuple[str, ...]] = field(default_factory=dict)
     below_threshold: int = 0
+    hidden: frozenset[str] = frozenset()  # out-of-scope passages the lane found and dropped
+
+
+def _visible(
+    hits: list[tuple[str, float]], hidden: Collection[str], limit: int
+) -> tuple[list[tuple[str, float]], frozenset[str]]:
+    """Drop out-of-scope hits before anything is counted, thresholded or ranked."""
+    if not hidden:
+        return hits[:limit], frozenset()
+    return [hit for hit in hits if hit[0] not in hidden][:limit], frozenset(pid for pid, _ in hits if pid in hidden)
 
 
 def unavailable(name: str, basis: str, reason: str) -> LaneRun:
@@ -46,8 +57,10 @@ def _report(
     return LaneReport(name, status, count, version, high_water, basis, lag=lag, reason=reason)  # type: ignore[arg-type]
 
 
-def run_identity(query: str, records: RecordStore, limit: int) -> LaneRun:
-    hits = identity.resolve(query, records, limit)
+def run_identity(query: str, records: RecordStore, limit: int, hidden: Collection[str] = ()) -> LaneRun:
+    found = identity.resolve(query, records, limit + len(hidden))
+    dropped = frozenset(hit.passage_id for hit in found if hit.passage_id in hidden)
+    hits = [hit for hit in found if hit.passage_id not in hidden][:limit]
     high_water = records.high_water()
     report = LaneReport(
         identity.NAME,
@@ -58,18 +71,25 @@ def run_identity(query: str, records: RecordStore, limit: int) -> LaneRun:
         identity.SCORE_BASIS,
         reason=None if hits else "the query names no known identifier",
     )
-    return LaneRun(report, [(hit.passage_id, 1.0) for hit in hits])
+    return LaneRun(report, [(hit.passage_id, 1.0) for hit in hits], hidden=dropped)
 
 
 def run_lexical(
-    query: str, records: RecordStore, projection: lexical.LexicalProjection, limit: int, stale: bool
+    query: str,
+    records: RecordStore,
+    projection: lexical.LexicalProjection,
+    limit: int,
+    stale: bool,
+    hidden: Collection[str] = (),
 ) -> LaneRun:
-    hits = projection.search(query, limit)
+    found = projection.search(query, limit + len(hidden))
+    hits = [hit for hit in found if hit.passage_id not in hidden][:limit]
+    dropped = frozenset(hit.passage_id for hit in found if hit.passage_id in hidden)
     kept = [hit for hit in hits if hit.score > LEXICAL_MIN_SCORE]
     reason = None if kept else "no passage shares a searchable word with the query"
     report = _report(lexical.NAME, records, projection.score_basis, len(kept), stale, reason)
     matched = {hit.passage_id: hit.matched_terms for hit in kept}
-    return LaneRun(report, [(hit.passage_id, hit.score) for hit in kept], matched, len(hits) - len(kept))
+    return LaneRun(report, [(hit.passage_id, hit.score) for hit in kept], matched, len(hits) - len(kept), dropped)
 
 
 def run_dense(
@@ -79,11 +99,14 @@ def run_dense(
     basis: str,
     stale: bool,
     min_cosine: float = DENSE_MIN_COSINE,
+    hidden: Collection[str] = (),
+    limit: int | None = None,
 ) -> LaneRun:
     """The dense lane's report for ``hits`` (best first), keeping those at or above ``min_cosine``."""
+    hits, dropped = _visible(hits, hidden, len(hits) if limit is None else limit)
     kept = [(pid, score) for pid, score in hits if score >= min_cosine]
     reason = None
     if hits and not kept:
         reason = f"best cosine {hits[0][1]:.3f} is below the threshold {min_cosine:.2f}"
     report = _report(name, records, basis, len(kept), stale, reason)
-    return LaneRun(report, kept, below_threshold=len(hits) - len(kept))
+    return LaneRun(report, kept, below_threshold=len(hits) - len(kept), hidden=dropped)

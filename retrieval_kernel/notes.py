@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from .errors import FrontMatterError, NoteDecodeError, NotesDirError
+from .facts import NoteFacts, read_facts
 
 NOTE_SUFFIXES = frozenset({".md", ".markdown"})
 DEFAULT_MAX_PASSAGE_CHARS = 2400
@@ -56,6 +57,7 @@ class Note:
     observed_at: str | None
     passages: tuple[Passage, ...]
     warnings: tuple[str, ...] = field(default=())
+    facts: NoteFacts = field(default_factory=NoteFacts)
 
 
 @dataclass(frozen=True)
@@ -148,7 +150,9 @@ def parse_note(
     module = module or _module_of(rel_path, metadata, warnings)
     cuts = _heading_cuts(lines, body_start)
     title = _title_of(rel_path, metadata, cuts)
-    observed_at = _observed_of(metadata, warnings)
+    facts, dated, fact_warnings = read_facts(rel_path, metadata, lines, body_start)
+    warnings += fact_warnings
+    observed_at = _observed_of(metadata, warnings) or dated
     sections = _sections(lines, body_start, cuts, title)
     passages = _passages(rel_path, module, lines, sections, max_passage_chars)
     return Note(
@@ -160,6 +164,7 @@ def parse_note(
         observed_at=observed_at,
         passages=passages,
         warnings=tuple(warnings),
+        facts=facts,
     )
 
 

@@ -23,7 +23,8 @@ DEFAULT_BUDGET_UNIT: BudgetUnit = "chars"
 DEFAULT_BUDGET_LIMIT = 20_000
 MIN_BUDGET = 1_000
 MAX_BUDGET = 1_000_000
-PACKET_VERSION = 1
+PACKET_VERSION = 2
+MAX_LISTED_EXCLUSIONS = 20  # excluded items named in the packet; the counts cover all of them
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,44 @@ class Evidence:
     score: float
     reason: str
     truncated: bool
+    role: str = "current"
+    asserts: Mapping[str, Any] = field(default_factory=dict)
+    duplicates: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ConflictSide:
+    """One side of a conflict: the passage, its ref if it is in the packet, and its value."""
+
+    ref: str | None
+    id: str
+    value: Any
+    authority: str | None
+    status: str | None
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Two or more candidates that disagree on one proposition, and how that was resolved."""
+
+    id: str
+    proposition: str
+    evidence: tuple[ConflictSide, ...]
+    resolution: str
+    winner: str | None
+    required_behavior: str
+
+
+@dataclass(frozen=True)
+class Excluded:
+    """An in-scope candidate kept out as current evidence, with its reason code."""
+
+    id: str
+    path: str
+    line_start: int
+    line_end: int
+    reason: str
+    detail: str
 
 
 @dataclass(frozen=True)
@@ -114,6 +153,10 @@ class Packet:
     exclusions: Mapping[str, int] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     trace_id: str = ""
+    scopes: tuple[str, ...] = ()
+    intent: str = "orient"
+    conflicts: tuple[Conflict, ...] = ()
+    excluded: tuple[Excluded, ...] = ()
 
     # ------------------------------------------------------------ serialization
 
@@ -124,14 +167,17 @@ class Packet:
             "trace_id": self.trace_id,
             "query": self.query,
             "as_of": self.as_of,
+            "scopes": list(self.scopes),
+            "intent": self.intent,
             "budget": {"unit": self.budget.unit, "limit": self.budget.limit, "used": self.budget.used},
             "projection": self.projection,
             "lanes": [_lane_dict(lane) for lane in self.lanes],
             "abstained": self.abstained,
             "abstention_reason": self.abstention_reason,
             "evidence": [evidence_dict(item) for item in self.evidence],
-            "conflicts": [],
+            "conflicts": [conflict_dict(conflict) for conflict in self.conflicts],
             "exclusions": dict(self.exclusions),
+            "excluded": [excluded_dict(item) for item in self.excluded],
             "warnings": list(self.warnings),
         }
 
@@ -223,9 +269,37 @@ def evidence_dict(item: Evidence) -> dict[str, Any]:
         "live_verified": item.live_verified,
         "authority": item.authority,
         "status": item.status,
+        "role": item.role,
+        "asserts": dict(item.asserts),
+        "duplicates": list(item.duplicates),
         "retrieved_by": [{"lane": h.lane, "rank": h.rank, "score": h.score} for h in item.retrieved_by],
         "rank": item.rank,
         "score": item.score,
         "reason": item.reason,
         "truncated": item.truncated,
+    }
+
+
+def conflict_dict(conflict: Conflict) -> dict[str, Any]:
+    return {
+        "id": conflict.id,
+        "proposition": conflict.proposition,
+        "evidence": [
+            {"ref": side.ref, "id": side.id, "value": side.value, "authority": side.authority, "status": side.status}
+            for side in conflict.evidence
+        ],
+        "resolution": conflict.resolution,
+        "winner": conflict.winner,
+        "required_behavior": conflict.required_behavior,
+    }
+
+
+def excluded_dict(item: Excluded) -> dict[str, Any]:
+    return {
+        "id": item.id,
+        "path": item.path,
+        "line_start": item.line_start,
+        "line_end": item.line_end,
+        "reason": item.reason,
+        "detail": item.detail,
     }

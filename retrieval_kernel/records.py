@@ -6,6 +6,7 @@ Tables
 ``passages``    the citable passages of the current revision of each document.
 ``changes``     append-only change log; ``seq`` orders every add/update/delete.
 ``projections`` each derived index's version and high-water mark (last ``seq`` it holds).
+``traces``      how each packet was built (ids, scores, decisions; no note text), by trace id.
 
 A document's passages are replaced in the same transaction as its change-log
 entry, so a reader never sees half of an old revision and half of a new one.
@@ -18,14 +19,15 @@ import json
 import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .errors import StoreError
+from .facts import NoteFacts
 from .notes import Note, Passage
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DATABASE_NAME = "records.sqlite3"
 
 _SCHEMA = """
@@ -41,7 +43,8 @@ CREATE TABLE IF NOT EXISTS documents (
     observed_at TEXT,
     revision INTEGER NOT NULL,
     indexed_at TEXT NOT NULL,
-    deleted INTEGER NOT NULL DEFAULT 0
+    deleted INTEGER NOT NULL DEFAULT 0,
+    facts TEXT NOT NULL DEFAULT '{}'
 );
 CREATE TABLE IF NOT EXISTS passages (
     id TEXT PRIMARY KEY,
@@ -70,6 +73,7 @@ CREATE TABLE IF NOT EXISTS projections (
     high_water INTEGER NOT NULL,
     built_at TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS traces (id TEXT PRIMARY KEY, created_at TEXT NOT NULL, body TEXT NOT NULL);
 """
 
 
@@ -87,6 +91,7 @@ class StoredDocument:
     observed_at: str | None
     revision: int
     indexed_at: str
+    facts: NoteFacts = field(default_factory=NoteFacts)
 
 
 @dataclass(frozen=True)
@@ -98,6 +103,7 @@ class StoredPassage:
     indexed_at: str
     metadata: dict[str, Any]
     revision: int
+    facts: NoteFacts = field(default_factory=NoteFacts)
 
 
 @dataclass(frozen=True)
@@ -146,8 +152,17 @@ class RecordStore:
         row = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         if row is None:
             self._db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        elif int(row[0]) == 1:
+            self._migrate_from_1()
         elif int(row[0]) != SCHEMA_VERSION:
             raise StoreError(f"store schema {row[0]} is not {SCHEMA_VERSION}")
+
+    def _migrate_from_1(self) -> None:
+        """Add note facts; clearing the stored hash makes the next sync parse every note again."""
+        with self.transaction() as db:
+            db.execute("ALTER TABLE documents ADD COLUMN facts TEXT NOT NULL DEFAULT '{}'")
+            db.execute("UPDATE documents SET sha256 = '', size = -1")
+            db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -171,7 +186,7 @@ class RecordStore:
     def documents(self) -> dict[str, StoredDocument]:
         """Every live document, keyed by path."""
         rows = self._db.execute(
-            "SELECT path, module, title, sha256, size, mtime_ns, metadata, observed_at, revision, indexed_at "
+            "SELECT path, module, title, sha256, size, mtime_ns, metadata, observed_at, revision, indexed_at, facts "
             "FROM documents WHERE deleted = 0 ORDER BY path"
         )
         return {row[0]: _document(row) for row in rows}
@@ -183,7 +198,7 @@ class RecordStore:
             kind = "add" if previous is None or previous[1] else "update"
             revision = 1 if previous is None else previous[0] + 1
             db.execute(
-                "INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
+                "INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)",
                 (
                     note.path,
                     note.module,
@@ -195,6 +210,7 @@ class RecordStore:
                     note.observed_at,
                     revision,
                     indexed_at,
+                    json.dumps(note.facts.to_dict(), sort_keys=True),
                 ),
             )
             db.execute("DELETE FROM passages WHERE path = ?", (note.path,))
@@ -238,7 +254,7 @@ class RecordStore:
     def _passages_where(self, clause: str, args: tuple[Any, ...]) -> list[StoredPassage]:
         rows = self._db.execute(
             "SELECT p.id, p.path, p.module, p.heading, p.heading_path, p.line_start, p.line_end, "
-            "p.text, p.sha256, d.observed_at, d.indexed_at, d.metadata, d.revision "
+            "p.text, p.sha256, d.observed_at, d.indexed_at, d.metadata, d.revision, d.facts "
             f"FROM passages p JOIN documents d ON d.path = p.path WHERE {clause} ORDER BY p.path, p.ordinal",
             args,
         ).fetchall()
@@ -269,6 +285,20 @@ class RecordStore:
             "SELECT name, version, high_water, built_at FROM projections WHERE name = ?", (name,)
         ).fetchone()
         return ProjectionState(*row) if row else None
+
+    # ------------------------------------------------------------ traces
+
+    def save_trace(self, trace_id: str, body: dict[str, Any], at: str) -> None:
+        """Keep how a packet was built; a failure to write it never fails the query."""
+        try:
+            with self.transaction() as db:
+                db.execute("INSERT OR REPLACE INTO traces VALUES (?, ?, ?)", (trace_id, at, json.dumps(body)))
+        except StoreError:
+            pass  # a read-only store still answers; the trace is simply not kept
+
+    def trace(self, trace_id: str) -> dict[str, Any] | None:
+        row = self._db.execute("SELECT body FROM traces WHERE id = ?", (trace_id,)).fetchone()
+        return json.loads(row[0]) if row else None
 
     def set_projection(self, state: ProjectionState) -> None:
         with self.transaction() as db:
@@ -313,6 +343,7 @@ def _document(row: tuple[Any, ...]) -> StoredDocument:
         observed_at=row[7],
         revision=row[8],
         indexed_at=row[9],
+        facts=NoteFacts.from_dict(json.loads(row[10])),
     )
 
 
@@ -329,5 +360,10 @@ def _stored_passage(row: tuple[Any, ...]) -> StoredPassage:
         sha256=row[8],
     )
     return StoredPassage(
-        passage=passage, observed_at=row[9], indexed_at=row[10], metadata=json.loads(row[11]), revision=row[12]
+        passage=passage,
+        observed_at=row[9],
+        indexed_at=row[10],
+        metadata=json.loads(row[11]),
+        revision=row[12],
+        facts=NoteFacts.from_dict(json.loads(row[13])),
     )

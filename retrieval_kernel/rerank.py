@@ -14,10 +14,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
-from .assembly import RankedCandidate
 from .embedding import go_offline
 from .errors import LaneUnavailableError
 from .packet import LaneHit
+from .policy import Candidate
 
 DEFAULT_DEPTH = 20
 
@@ -49,9 +49,7 @@ class CrossEncoderReranker:
         return [float(s) for s in self.model.predict([(query, text) for text in texts])]
 
 
-def rerank(
-    query: str, candidates: list[RankedCandidate], reranker: Reranker, depth: int = DEFAULT_DEPTH
-) -> list[RankedCandidate]:
+def rerank(query: str, candidates: list[Candidate], reranker: Reranker, depth: int = DEFAULT_DEPTH) -> list[Candidate]:
     """Reorder the first ``depth`` candidates by the reranker's scores (ties keep fused order)."""
     head, tail = candidates[:depth], candidates[depth:]
     if not head:

@@ -8,12 +8,13 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from .assembly import RankedCandidate, assemble
+from . import policy
+from .assembly import assemble
 from .config import default_store_dir
 from .embedding import DEFAULT_EMBEDDER, go_offline
 from .errors import (
@@ -25,14 +26,19 @@ from .errors import (
     QueryTooLongError,
     StoreError,
 )
+from .facts import NoteFacts
 from .freshness import parse_as_of
 from .fusion import reciprocal_rank_fusion
 from .indexing import SyncReport, pending_changes, refresh_lock, sync_notes
 from .lanes import DENSE_MIN_COSINE, LaneRun, run_dense, run_identity, run_lexical, unavailable
 from .lexical import LexicalProjection, analyze
+from .links import LinkGraph, NoteRef, build_links
+from .live import LiveCheck
 from .notes import DEFAULT_MAX_PASSAGE_CHARS
 from .packet import DEFAULT_BUDGET_LIMIT, DEFAULT_BUDGET_UNIT, Budget, LaneReport, Packet
-from .records import RecordStore
+from .policy import Candidate, Request, Selection
+from .records import RecordStore, StoredPassage, utc_now
+from .trace import build_trace
 
 if TYPE_CHECKING:
     from .dense import DenseProjection
@@ -50,6 +56,38 @@ ABSTAIN_UNDERSPECIFIED = "underspecified_query"
 ABSTAIN_NO_MATCH = "no_match"
 ABSTAIN_BELOW_THRESHOLD = "below_threshold"
 ABSTAIN_UNAVAILABLE = "index_unavailable"
+ABSTAIN_FILTERED_BY_SCOPE = "filtered_by_scope"
+
+# A one-word query is underspecified when the word is this generic, or when it
+# occurs in at least GENERIC_PASSAGE_FRACTION of the passages (and there are at least
+# GENERIC_MIN_PASSAGES to judge by). An exact identifier is never underspecified.
+GENERIC_WORDS = frozenset(
+    [
+        "info",
+        "information",
+        "help",
+        "notes",
+        "note",
+        "details",
+        "detail",
+        "policy",
+        "policies",
+        "thing",
+        "things",
+        "stuff",
+        "question",
+        "questions",
+        "update",
+        "updates",
+        "status",
+        "overview",
+        "summary",
+        "docs",
+        "documentation",
+    ]
+)
+GENERIC_PASSAGE_FRACTION = 0.5
+GENERIC_MIN_PASSAGES = 8
 
 # Projection states.
 CONSISTENT = "consistent"
@@ -83,6 +121,7 @@ class Workspace:
         embedder: str = DEFAULT_EMBEDDER,
         dense_min_cosine: float = DENSE_MIN_COSINE,
         reranker: Reranker | None = None,
+        live_checks: Sequence[LiveCheck] = (),
     ) -> None:
         self.notes_dir = Path(notes_dir)
         if not self.notes_dir.is_dir():
@@ -94,10 +133,12 @@ class Workspace:
         self.dense_min_cosine = dense_min_cosine
         self.candidate_pool = CANDIDATE_POOL
         self.reranker = reranker
+        self.live_checks = tuple(live_checks)
         self.records = RecordStore(self.store_dir)
         self.lexical = LexicalProjection(self.store_dir)
         self._dense: DenseProjection | None = None
         self.lane_errors: dict[str, str] = {}
+        self._views: dict[tuple[int, frozenset[str]], _ScopeView] = {}
 
     def close(self) -> None:
         self.lexical.close()
@@ -170,51 +211,74 @@ class Workspace:
         top: int = DEFAULT_TOP,
         refresh: bool = True,
         lanes: Sequence[str] | None = None,
+        scopes: Sequence[str] | str | None = None,
+        intent: str = policy.DEFAULT_INTENT,
+        audit: bool = False,
     ) -> Packet:
-        """Answer ``text`` with a cited evidence packet within the budget."""
+        """Answer ``text`` with a cited evidence packet within the budget.
+
+        ``scopes`` are the caller's (a note with a ``scope`` outside them is never
+        seen; ``"*"`` sees all); ``intent`` is one of orient, verify, plan, audit;
+        ``audit`` also shows excluded items, as history, never as current evidence.
+        """
         query = _checked_query(text)
         budget = budget_from(max_bytes, max_chars)
         if not 1 <= top <= MAX_TOP:
             raise BudgetError(f"top must be between 1 and {MAX_TOP}, not {top}")
         chosen = checked_lanes(lanes) if lanes is not None else self.lanes
-        clock = parse_as_of(as_of)
+        request = Request(parse_as_of(as_of), checked_scopes(scopes), checked_intent(intent), audit)
         outcome = self.refresh() if refresh else self._unrefreshed()
-        runs = self.run_lanes(query, chosen, stale=outcome.state == STALE)
+        view = self._scope_view(request.scopes)
+        runs = self.run_lanes(query, chosen, stale=outcome.state == STALE, hidden=view.hidden)
         reports = tuple(run.report for run in runs.values())
+        scope_filtered = len(frozenset().union(*(run.hidden for run in runs.values())))
+        abstention = self._abstention(query, runs, scope_filtered)
         shell = Packet(
             query=query,
-            as_of=clock.isoformat(),
+            as_of=request.as_of.isoformat(),
             budget=budget,
             projection=outcome.state,
             lanes=reports,
             evidence=(),
             abstained=True,
-            abstention_reason=self._abstention(query, runs),
+            abstention_reason=abstention,
+            exclusions={policy.SCOPE: scope_filtered},
             warnings=_warnings(outcome),
-            trace_id=_trace_id(query, clock, budget, top, reports),
+            trace_id=_trace_id(query, request, budget, top, reports),
+            scopes=tuple(sorted(request.scopes)),
+            intent=request.intent,
         )
-        ranked = self.rank(runs)
+        ranked = [] if abstention == ABSTAIN_UNDERSPECIFIED else self.rank(runs)
         if self.reranker is not None:
             from .rerank import rerank
 
             ranked = rerank(query, ranked, self.reranker)
-        return assemble(shell, ranked, clock, top)
+        selection = policy.select(ranked, request, view.links, view.facts, self._lead_passage(view), top)
+        packet = assemble(shell, selection, request.as_of, self.live_checks)
+        self._keep_trace(packet, request, runs, ranked, selection)
+        return packet
 
     def _unrefreshed(self) -> RefreshOutcome:
         return RefreshOutcome(STALE if self.pending_changes() else CONSISTENT, None)
 
-    def run_lanes(self, query: str, lanes: Sequence[str], stale: bool = False) -> dict[str, LaneRun]:
-        """Run each chosen lane on ``query``; a lane that cannot run is reported, not raised."""
+    def run_lanes(
+        self, query: str, lanes: Sequence[str], stale: bool = False, hidden: frozenset[str] = frozenset()
+    ) -> dict[str, LaneRun]:
+        """Run each chosen lane on ``query``; a lane that cannot run is reported, not raised.
+
+        ``hidden`` passages (outside the caller's scopes) are dropped inside each lane,
+        before counting, thresholds and ranks.
+        """
         runs: dict[str, LaneRun] = {}
         if "identity" in lanes:
-            runs["identity"] = run_identity(query, self.records, self.candidate_pool)
+            runs["identity"] = run_identity(query, self.records, self.candidate_pool, hidden)
         if "lexical" in lanes:
-            runs["lexical"] = run_lexical(query, self.records, self.lexical, self.candidate_pool, stale)
+            runs["lexical"] = run_lexical(query, self.records, self.lexical, self.candidate_pool, stale, hidden)
         if "dense" in lanes:
-            runs["dense"] = self._run_dense(query, stale)
+            runs["dense"] = self._run_dense(query, stale, hidden)
         return runs
 
-    def _run_dense(self, query: str, stale: bool) -> LaneRun:
+    def _run_dense(self, query: str, stale: bool, hidden: frozenset[str] = frozenset()) -> LaneRun:
         from .dense import NAME, score_basis
 
         basis = score_basis(f"all-MiniLM-L6-v2:{self.embedder}")
@@ -226,25 +290,75 @@ class Workspace:
         try:
             dense = self.dense
             basis = score_basis(dense.embedder_name)
-            hits = [(h.passage_id, h.score) for h in dense.search(query, self.candidate_pool, state)]
+            found = dense.search(query, self.candidate_pool + len(hidden), state)
+            hits = [(h.passage_id, h.score) for h in found]
         except Exception as exc:  # the model or Chroma failed: the lane is unavailable, say why
             return unavailable(NAME, basis, f"{type(exc).__name__}: {exc}")
-        return run_dense(hits, self.records, NAME, basis, stale, self.dense_min_cosine)
+        return run_dense(hits, self.records, NAME, basis, stale, self.dense_min_cosine, hidden, self.candidate_pool)
 
-    def _abstention(self, query: str, runs: dict[str, LaneRun]) -> str | None:
+    # ------------------------------------------------------------ scope, links, traces
+
+    def _scope_view(self, scopes: frozenset[str]) -> _ScopeView:
+        """The notes a caller with ``scopes`` may see, and their links (cached per change-log state)."""
+        key = (self.records.high_water(), scopes)
+        if key not in self._views:
+            if len(self._views) > 16:
+                self._views.clear()
+            self._views[key] = _ScopeView.build(self.records, scopes)
+        return self._views[key]
+
+    def _lead_passage(self, view: _ScopeView) -> Callable[[str], StoredPassage | None]:
+        def lead(path: str) -> StoredPassage | None:
+            if path not in view.facts:
+                return None
+            passages = self.records.passages_of(path)
+            return self.records.passages([passages[0].id]).get(passages[0].id) if passages else None
+
+        return lead
+
+    def _keep_trace(
+        self,
+        packet: Packet,
+        request: Request,
+        runs: dict[str, LaneRun],
+        ranked: list[Candidate],
+        selection: Selection,
+    ) -> None:
+        body = build_trace(packet, request, runs, ranked, selection, self.candidate_pool, self.dense_min_cosine)
+        self.records.save_trace(packet.trace_id, body, utc_now())
+
+    def trace(self, trace_id: str) -> dict[str, Any] | None:
+        """How the packet with ``trace_id`` was built, if this store kept it."""
+        return self.records.trace(trace_id)
+
+    def _abstention(self, query: str, runs: dict[str, LaneRun], scope_filtered: int) -> str | None:
         if self.records.passage_count() == 0:
             return ABSTAIN_EMPTY_STORE
         if all(run.report.status == "unavailable" for run in runs.values()):
             return ABSTAIN_UNAVAILABLE
+        named = "identity" in runs and bool(runs["identity"].ranking)
+        if not named and self._underspecified(query):
+            return ABSTAIN_UNDERSPECIFIED
         if any(run.ranking for run in runs.values()):
             return None
-        if not analyze(query):
-            return ABSTAIN_UNDERSPECIFIED
+        if scope_filtered:
+            return ABSTAIN_FILTERED_BY_SCOPE
         if any(run.below_threshold for run in runs.values()):
             return ABSTAIN_BELOW_THRESHOLD
         return ABSTAIN_NO_MATCH
 
-    def rank(self, runs: dict[str, LaneRun]) -> list[RankedCandidate]:
+    def _underspecified(self, query: str) -> bool:
+        """Only stopwords, or one generic word (by the fixed list, or found in most passages)."""
+        terms = set(analyze(query))
+        if len(terms) != 1:
+            return not terms
+        words = [word.lower().strip("?!.,;:'\"") for word in query.split()]
+        if any(word in GENERIC_WORDS for word in words if analyze(word)):
+            return True
+        enough = self.records.passage_count() >= GENERIC_MIN_PASSAGES
+        return enough and self.lexical.passage_fraction(terms.pop()) >= GENERIC_PASSAGE_FRACTION
+
+    def rank(self, runs: dict[str, LaneRun]) -> list[Candidate]:
         """Identity hits first (in identity order), then the rest by reciprocal rank fusion."""
         fused = reciprocal_rank_fusion({name: run.ranking for name, run in runs.items()})
         named = [pid for pid, _ in runs["identity"].ranking] if "identity" in runs else []
@@ -253,10 +367,43 @@ class Workspace:
         matched = {pid: words for run in runs.values() for pid, words in run.matched.items()}
         stored = self.records.passages(item.passage_id for item in fused)
         return [
-            RankedCandidate(stored[item.passage_id], item.score, item.hits, matched.get(item.passage_id, ()))
+            Candidate(stored[item.passage_id], item.score, item.hits, matched.get(item.passage_id, ()))
             for item in fused
             if item.passage_id in stored
         ]
+
+
+@dataclass(frozen=True)
+class _ScopeView:
+    """What one set of caller scopes can see: note facts by path, hidden passages, links."""
+
+    facts: dict[str, NoteFacts]
+    hidden: frozenset[str]
+    links: LinkGraph
+
+    @classmethod
+    def build(cls, records: RecordStore, scopes: frozenset[str]) -> _ScopeView:
+        documents = records.documents()
+        shown = {path: doc for path, doc in documents.items() if policy.visible(doc.facts, scopes)}
+        hidden = frozenset(p.id for path in documents if path not in shown for p in records.passages_of(path))
+        links = build_links(NoteRef(doc.path, doc.module, doc.facts) for doc in shown.values())
+        return cls({path: doc.facts for path, doc in shown.items()}, hidden, links)
+
+
+def checked_scopes(scopes: Sequence[str] | str | None) -> frozenset[str]:
+    """The caller's scopes: a comma-separated string, a list, or ``None`` for none."""
+    if scopes is None:
+        return frozenset()
+    names = scopes.split(",") if isinstance(scopes, str) else list(scopes)
+    if any(not isinstance(name, str) for name in names):
+        raise InputError(f"scopes must be names (strings), got {scopes!r}")
+    return frozenset(name.strip() for name in names if name.strip())
+
+
+def checked_intent(intent: str) -> str:
+    if intent not in policy.INTENTS:
+        raise InputError(f"intent must be one of {', '.join(policy.INTENTS)}, not {intent!r}")
+    return intent
 
 
 def checked_lanes(lanes: Sequence[str] | str) -> tuple[str, ...]:
@@ -303,8 +450,9 @@ def _warnings(outcome: RefreshOutcome) -> tuple[str, ...]:
     return tuple(warnings)
 
 
-def _trace_id(query: str, clock: dt.date, budget: Budget, top: int, lanes: tuple[LaneReport, ...]) -> str:
-    """A deterministic id for this query against this exact projection state."""
+def _trace_id(query: str, request: Request, budget: Budget, top: int, lanes: tuple[LaneReport, ...]) -> str:
+    """A deterministic id for this query, caller and clock against this exact projection state."""
     states = [[lane.name, lane.status, lane.index_version, lane.high_water] for lane in lanes]
-    material = [query, clock.isoformat(), budget.unit, budget.limit, top, states]
+    caller = [request.as_of.isoformat(), sorted(request.scopes), request.intent, request.audit]
+    material = [query, caller, budget.unit, budget.limit, top, states]
     return hashlib.sha256(json.dumps(material).encode()).hexdigest()[:16]

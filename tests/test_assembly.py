@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from retrieval_kernel import Workspace
 from retrieval_kernel.errors import BudgetError, BudgetTooSmallError
+from retrieval_kernel.lexical import analyze
 from retrieval_kernel.notes import HEADING_LINE
 from retrieval_kernel.packet import MAX_BUDGET, MIN_BUDGET
 
@@ -114,6 +115,9 @@ def test_property_packets_fit_the_budget_and_cite_exact_lines(workshop_ws, query
         assert exc.minimum > limit
         return
     check_packet(workshop_ws, packet, unit, limit, top)
+    if packet.abstention_reason == "underspecified_query":  # one generic word: nothing is retrieved
+        assert len(set(analyze(query))) <= 1 and packet.evidence == ()
+        return
 
     candidates = [hit.passage_id for hit in workshop_ws.lexical.search(query, 50)]
     shown = [e.id for e in packet.evidence]
@@ -263,8 +267,8 @@ def test_candidates_that_cannot_fit_are_counted_as_budget_exclusions(ws_for) -> 
     packet = ws.query("zephyr", as_of=AS_OF, refresh=False)
     check_packet(ws, packet, "chars", 20_000, 8)
     assert [e.id for e in packet.evidence] == [c for c in candidates if c != "huge#zephyr"]
-    assert packet.exclusions == {"budget": 1}
-    assert json.loads(packet.to_json())["exclusions"] == {"budget": 1}
+    assert packet.exclusions == {"budget": 1, "scope": 0}
+    assert json.loads(packet.to_json())["exclusions"] == {"budget": 1, "scope": 0}
 
 
 def test_when_nothing_fits_the_packet_abstains_and_counts_every_candidate(ws_for) -> None:
@@ -274,11 +278,11 @@ def test_when_nothing_fits_the_packet_abstains_and_counts_every_candidate(ws_for
     assert packet.abstained
     assert packet.abstention_reason == "no_evidence_fits_budget"
     assert packet.evidence == ()
-    assert packet.exclusions == {"budget": 1}
+    assert packet.exclusions == {"budget": 1, "scope": 0}
 
 
 def test_no_candidates_means_no_budget_exclusions(ws_for) -> None:
     ws = ws_for(_exclusion_notes())
     packet = ws.query("unrelatedword", as_of=AS_OF, refresh=False)
     assert packet.abstention_reason == "no_match"
-    assert packet.exclusions == {"budget": 0}
+    assert packet.exclusions == {"budget": 0, "scope": 0}

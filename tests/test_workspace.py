@@ -89,10 +89,10 @@ def test_reindexing_does_not_make_facts_younger(ws_for) -> None:
     assert (item.observed_at, item.source_age_days, item.freshness) == ("2026-10-01", 14, "stale")
 
 
-def test_live_verified_is_always_false_and_metadata_is_carried(ws_for) -> None:
+def test_live_verified_is_false_without_a_live_check_and_metadata_is_carried(ws_for) -> None:
     ws = ws_for(
         {
-            "a.md": note("2026-10-14", authority="reference", status="draft"),
+            "a.md": note("2026-10-14", authority="reference", status="disputed"),
             "b.md": note(None, body="gearbox seals"),
         }
     )
@@ -101,7 +101,7 @@ def test_live_verified_is_always_false_and_metadata_is_carried(ws_for) -> None:
     assert all(item.live_verified is False for item in packet.evidence)
     assert '"live_verified":true' not in packet.to_json()
     by_path = {item.path: item for item in packet.evidence}
-    assert (by_path["a.md"].authority, by_path["a.md"].status) == ("reference", "draft")
+    assert (by_path["a.md"].authority, by_path["a.md"].status, by_path["a.md"].role) == ("reference", "disputed", "counter")
     assert (by_path["b.md"].authority, by_path["b.md"].status) == (None, None)
 
 

@@ -1,0 +1,137 @@
+"""Supersession links: resolve ``supersedes`` / ``superseded_by`` references to notes.
+
+A reference is tried, in order, as a relative link target (``0012-foo.md``), a
+note id or alias (``refund-policy-a``, optionally ``@revision``), and a record
+number (``ADR025``, ``ADR-0012``, ``DR8``, ``0019``) matched against the leading
+number of note file names, preferring the referring note's own folder. A link
+whose target file is missing falls back to the record number of its file name.
+A number that matches several notes links to all of them and is reported.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from .facts import NoteFacts
+
+_PATH_LIKE = re.compile(r"(/|\.(md|markdown)$)", re.IGNORECASE)
+_RECORD_KEY = re.compile(r"^(?P<prefix>[A-Za-z]{0,5})[-_ ]?0*(?P<number>\d{1,5})(?![\d])")
+
+
+@dataclass(frozen=True)
+class NoteRef:
+    """What the link resolver needs to know of one note."""
+
+    path: str
+    module: str
+    facts: NoteFacts
+
+
+@dataclass(frozen=True)
+class Edge:
+    """``old`` is superseded by ``new`` (paths); ``revision`` limits it to that revision of ``old``."""
+
+    old: str
+    new: str
+    declared_by: str  # the path of the note that states the link
+    revision: str | None = None
+
+
+@dataclass(frozen=True)
+class LinkGraph:
+    """Every resolved supersession edge, and the references that resolved to no note."""
+
+    edges: tuple[Edge, ...]
+    unresolved: tuple[tuple[str, str], ...] = ()  # (path, reference)
+    ambiguous: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
+    successors: Mapping[str, tuple[Edge, ...]] = field(default_factory=dict)
+    predecessors: Mapping[str, tuple[Edge, ...]] = field(default_factory=dict)
+
+
+def build_links(notes: Iterable[NoteRef]) -> LinkGraph:
+    """Resolve every note's supersession references against the whole collection."""
+    by_path = {note.path: note for note in sorted(notes, key=lambda n: n.path)}
+    resolver = _Resolver(by_path)
+    edges: dict[tuple[str, str], Edge] = {}
+    for note in by_path.values():
+        for ref in note.facts.superseded_by:
+            for target in resolver.resolve(note.path, ref):
+                edges.setdefault((note.path, target), Edge(note.path, target, note.path))
+        for ref in note.facts.supersedes:
+            revision = _revision_of(ref)
+            for target in resolver.resolve(note.path, ref):
+                edges.setdefault((target, note.path), Edge(target, note.path, note.path, revision))
+    ordered = tuple(sorted(edges.values(), key=lambda e: (e.old, e.new)))
+    return LinkGraph(
+        edges=ordered,
+        unresolved=tuple(resolver.unresolved),
+        ambiguous=tuple(resolver.ambiguous),
+        successors=_group(ordered, lambda e: e.old),
+        predecessors=_group(ordered, lambda e: e.new),
+    )
+
+
+def _group(edges: tuple[Edge, ...], key: object) -> dict[str, tuple[Edge, ...]]:
+    grouped: dict[str, list[Edge]] = {}
+    for edge in edges:
+        grouped.setdefault(key(edge), []).append(edge)  # type: ignore[operator]
+    return {name: tuple(items) for name, items in grouped.items()}
+
+
+def _revision_of(ref: str) -> str | None:
+    name, at, revision = ref.rpartition("@")
+    return revision.strip() or None if at and name and not _PATH_LIKE.search(revision) else None
+
+
+class _Resolver:
+    def __init__(self, by_path: Mapping[str, NoteRef]) -> None:
+        self.by_path = by_path
+        self.by_lower_path = {path.lower(): path for path in by_path}
+        self.by_name: dict[str, list[str]] = {}
+        self.by_number: dict[tuple[str, int], list[str]] = {}
+        for note in by_path.values():
+            for name in (note.module, *note.facts.aliases):
+                self.by_name.setdefault(name.lower(), []).append(note.path)
+            key = _record_key(posixpath.basename(note.path))
+            if key is not None:
+                self.by_number.setdefault(key, []).append(note.path)
+        self.unresolved: list[tuple[str, str]] = []
+        self.ambiguous: list[tuple[str, str, tuple[str, ...]]] = []
+
+    def resolve(self, source: str, ref: str) -> tuple[str, ...]:
+        name = ref.rpartition("@")[0] if _revision_of(ref) else ref
+        name = name.strip()
+        found = (
+            self._as_path(source, name) or tuple(self.by_name.get(name.lower(), ())) or self._as_number(source, name)
+        )
+        found = tuple(path for path in found if path != source)
+        if not found:
+            self.unresolved.append((source, ref))
+        elif len(found) > 1:
+            self.ambiguous.append((source, ref, found))
+        return found
+
+    def _as_path(self, source: str, name: str) -> tuple[str, ...]:
+        if not _PATH_LIKE.search(name):
+            return ()
+        target = posixpath.normpath(posixpath.join(posixpath.dirname(source), name.split("#")[0]))
+        exact = self.by_lower_path.get(target.lower())
+        return (exact,) if exact else self._as_number(source, posixpath.basename(target))
+
+    def _as_number(self, source: str, name: str) -> tuple[str, ...]:
+        key = _record_key(name)
+        if key is None:
+            return ()
+        matches = self.by_number.get(key, [])
+        folder = posixpath.dirname(source)
+        near = [path for path in matches if posixpath.dirname(path) == folder]
+        return tuple(near or matches)
+
+
+def _record_key(name: str) -> tuple[str, int] | None:
+    """``("adr", 25)`` for ``ADR025-remove-papertrail.md`` or ``ADR-0025``; ``None`` without a number."""
+    match = _RECORD_KEY.match(name.strip())
+    return (match["prefix"].lower(), int(match["number"])) if match else None

@@ -1,0 +1,495 @@
+"""Assembly policy: which retrieved passages may enter the packet, in what role, and why.
+
+Steps, in order; a later step never overrides an earlier one:
+
+1. **Scope** (applied in the lanes, before ranking): a note whose ``scope`` is not
+   among the caller's never becomes a candidate; only a count leaves the lanes.
+2. **Validity as of the clock**: outside ``valid_from``..``valid_to``, status
+   draft / deprecated / rejected, or superseded by a visible note that is valid
+   now: excluded with a reason code (shown as ``historical`` under audit).
+3. **Authority**: for one proposition, a note of lower declared authority than
+   another admitted note asserting a different value is kept only as
+   ``explanation``, ordered after the governing evidence.
+4. **Conflicts**: different values for one proposition among the candidates, or a
+   supersession link between two candidates, become conflict objects, resolved by
+   supersession, then by authority, else ``unresolved`` (abstain or escalate).
+5. **Relevance**: the fused order, inside each role.
+6. **Dedup, intent and top**: near-duplicates collapse to the most authoritative,
+   current copy (disagreements never collapse); the intent orders roles; both
+   sides of an unresolved conflict and the best counter-evidence keep a slot.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .facts import NoteFacts
+from .links import Edge, LinkGraph
+from .records import StoredPassage
+
+INTENTS = ("orient", "verify", "plan", "audit")
+DEFAULT_INTENT = "orient"
+ALL_SCOPES = "*"
+NEAR_DUPLICATE_JACCARD = 0.8  # word-trigram overlap at which two passages say the same thing
+SUPERSESSION = "supersession"  # the proposition of a conflict made by a link, not by asserts
+
+# Roles of admitted evidence, and the order each intent shows them in.
+CURRENT, EXPLANATION, COUNTER, HISTORICAL = "current", "explanation", "counter", "historical"
+ROLE_ORDER: dict[str, tuple[str, ...]] = {
+    "orient": (CURRENT, EXPLANATION, COUNTER),
+    "verify": (CURRENT, COUNTER, EXPLANATION),
+    "plan": (CURRENT, COUNTER, EXPLANATION),
+    "audit": (CURRENT, EXPLANATION, COUNTER),
+}
+
+# Exclusion reason codes (scope is only ever counted, never listed).
+SCOPE = "scope"
+NOT_YET_VALID = "not_yet_valid"
+EXPIRED = "expired"
+SUPERSEDED = "superseded"
+DRAFT, DEPRECATED, REJECTED = "draft", "deprecated", "rejected"
+DUPLICATE = "duplicate"
+BEYOND_TOP = "beyond_top"
+BUDGET = "budget"
+VALIDITY_CODES = (NOT_YET_VALID, EXPIRED, SUPERSEDED, DRAFT, DEPRECATED, REJECTED)
+
+USE_WINNER = "use_winner"
+ABSTAIN_OR_ESCALATE = "abstain_or_escalate"
+
+_TOKEN = re.compile(r"\w+")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+@dataclass(frozen=True)
+class Request:
+    """The caller's terms: who is asking, as of when, and for what."""
+
+    as_of: dt.date
+    scopes: frozenset[str] = frozenset()
+    intent: str = DEFAULT_INTENT
+    audit: bool = False
+
+    @property
+    def shows_history(self) -> bool:
+        return self.audit or self.intent == "audit"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A passage proposed by the lanes, in fused order, with the note facts policy reads."""
+
+    stored: StoredPassage
+    score: float
+    retrieved_by: tuple[Any, ...]
+    matched_terms: tuple[str, ...] = ()
+    pulled_in_for: str | None = None  # set when added as the successor of a superseded candidate
+
+    @property
+    def id(self) -> str:
+        return self.stored.passage.id
+
+    @property
+    def path(self) -> str:
+        return self.stored.passage.path
+
+    @property
+    def facts(self) -> NoteFacts:
+        return self.stored.facts
+
+
+@dataclass(frozen=True)
+class Admission:
+    """A candidate allowed into the packet, its role and why."""
+
+    candidate: Candidate
+    role: str
+    reason: str
+    duplicates: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    """An in-scope candidate kept out of the packet as current evidence, and why."""
+
+    candidate: Candidate
+    code: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class Side:
+    """One note's position in a conflict."""
+
+    passage_id: str
+    value: Any
+    authority: str | None
+    status: str | None
+
+
+@dataclass(frozen=True)
+class ConflictDraft:
+    """A conflict before evidence refs are known (assembly numbers the evidence)."""
+
+    proposition: str
+    sides: tuple[Side, ...]
+    kind: str  # "superseded" | "authority" | "unresolved"
+    winners: tuple[str, ...] = ()
+    losers: tuple[str, ...] = ()
+
+    @property
+    def required_behavior(self) -> str:
+        return ABSTAIN_OR_ESCALATE if self.kind == "unresolved" else USE_WINNER
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What the policy decided for one query."""
+
+    admitted: tuple[Admission, ...]
+    history: tuple[Admission, ...]
+    excluded: tuple[Exclusion, ...]
+    conflicts: tuple[ConflictDraft, ...]
+    counts: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def unresolved(self) -> bool:
+        return any(conflict.kind == "unresolved" for conflict in self.conflicts)
+
+
+# ---------------------------------------------------------------- scope
+
+
+def visible(facts: NoteFacts, scopes: frozenset[str]) -> bool:
+    """Whether a caller with ``scopes`` may see a note (a note without scope is public)."""
+    return not facts.scope or ALL_SCOPES in scopes or not scopes.isdisjoint(facts.scope)
+
+
+# ---------------------------------------------------------------- the policy
+
+
+def select(
+    candidates: Sequence[Candidate],
+    request: Request,
+    links: LinkGraph,
+    facts_of: Mapping[str, NoteFacts],
+    lead_passage: Callable[[str], StoredPassage | None],
+    top: int,
+) -> Selection:
+    """Apply steps 2-6 to in-scope ``candidates`` (fused order) for ``request``."""
+    standing = _Standing(request.as_of, links, facts_of)
+    eligible: list[Candidate] = []
+    excluded: list[Exclusion] = []
+    in_play: set[str] = set()  # notes ranked no lower than the top-th eligible candidate
+    for candidate in _with_successors(candidates, standing, lead_passage):
+        code, detail = standing.of(candidate.path)
+        if len(eligible) < top:
+            in_play.add(candidate.path)
+        if code is None:
+            eligible.append(candidate)
+        else:
+            excluded.append(Exclusion(candidate, code, detail))
+    conflicts = _conflicts(in_play, eligible, excluded, standing)
+    roles = _roles(eligible, conflicts)
+    kept, duplicates = _dedup(eligible, roles)
+    excluded += duplicates
+    admitted = _order(kept, roles, request.intent, conflicts, top)
+    beyond = len(kept) - len(admitted)
+    history = tuple(
+        Admission(e.candidate, HISTORICAL, f"{e.code}: {e.detail}")
+        for e in excluded[:top]
+        if request.shows_history and e.code != DUPLICATE
+    )
+    counts = _counts(excluded)
+    if beyond:
+        counts[BEYOND_TOP] = beyond
+    return Selection(tuple(admitted), history, tuple(excluded), tuple(conflicts), counts)
+
+
+def _counts(excluded: Sequence[Exclusion]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for exclusion in excluded:
+        counts[exclusion.code] = counts.get(exclusion.code, 0) + 1
+    return counts
+
+
+# ---------------------------------------------------------------- step 2: validity and supersession
+
+
+class _Standing:
+    """Each note's standing as of the clock: admissible, or excluded with a reason."""
+
+    def __init__(self, as_of: dt.date, links: LinkGraph, facts_of: Mapping[str, NoteFacts]) -> None:
+        self.as_of = as_of.isoformat()
+        self.links = links
+        self.facts_of = facts_of
+        self._cache: dict[str, tuple[str | None, str]] = {}
+
+    def of(self, path: str) -> tuple[str | None, str]:
+        if path not in self._cache:
+            self._cache[path] = self._decide(path)
+        return self._cache[path]
+
+    def in_window(self, path: str) -> tuple[str | None, str]:
+        facts = self.facts_of.get(path, NoteFacts())
+        if facts.valid_from and self.as_of < facts.valid_from:
+            return NOT_YET_VALID, f"valid from {facts.valid_from}, after the clock {self.as_of}"
+        if facts.valid_to and self.as_of > facts.valid_to:
+            return EXPIRED, f"valid to {facts.valid_to}, before the clock {self.as_of}"
+        if facts.status in (DRAFT, DEPRECATED, REJECTED):
+            return facts.status, f"status {facts.status_text or facts.status}"
+        return None, ""
+
+    def _decide(self, path: str) -> tuple[str | None, str]:
+        code, detail = self.in_window(path)
+        if code is not None:
+            return code, detail
+        named = self.successors(path, effective_only=False)
+        effective = self.successors(path)
+        if effective:
+            return SUPERSEDED, "superseded by " + ", ".join(edge.new for edge in effective)
+        if self.facts_of.get(path, NoteFacts()).status == SUPERSEDED and not named:
+            return SUPERSEDED, "status superseded; no successor note is visible"
+        return None, ""
+
+    def successors(self, path: str, effective_only: bool = True) -> list[Edge]:
+        """Visible notes that supersede ``path``; effective ones are themselves valid now."""
+        facts = self.facts_of.get(path, NoteFacts())
+        edges = [
+            edge
+            for edge in self.links.successors.get(path, ())
+            if edge.new in self.facts_of and (edge.revision is None or edge.revision == facts.revision)
+        ]
+        return [edge for edge in edges if self.in_window(edge.new)[0] is None] if effective_only else edges
+
+
+def _with_successors(
+    candidates: Sequence[Candidate], standing: _Standing, lead_passage: Callable[[str], StoredPassage | None]
+) -> list[Candidate]:
+    """Candidates, each superseded one followed by its current successor if the lanes missed it."""
+    present = {candidate.path for candidate in candidates}
+    out: list[Candidate] = []
+    for candidate in candidates:
+        out.append(candidate)
+        for edge in standing.successors(candidate.path):
+            if edge.new in present:
+                continue
+            lead = lead_passage(edge.new)
+            if lead is not None:
+                present.add(edge.new)
+                out.append(Candidate(lead, 0.0, (), (), pulled_in_for=candidate.id))
+    return out
+
+
+# ---------------------------------------------------------------- step 4: conflicts
+
+
+def _conflicts(
+    in_play: set[str], eligible: Sequence[Candidate], excluded: Sequence[Exclusion], standing: _Standing
+) -> list[ConflictDraft]:
+    """Conflicts on the propositions of the notes in play, with partners from the whole pool."""
+    superseded = [e.candidate for e in excluded if e.code == SUPERSEDED]
+    pool = _first_per_note([*eligible, *superseded])
+    propositions = sorted({p for c in pool if c.path in in_play for p in c.facts.asserts})
+    conflicts: list[ConflictDraft] = []
+    linked: set[tuple[str, str]] = set()
+    for proposition in propositions:
+        sides = [c for c in pool if proposition in c.facts.asserts]
+        if len({_value_key(c.facts.asserts[proposition]) for c in sides}) < 2:
+            continue
+        for old in (c for c in sides if c in superseded):
+            for new in (c for c in sides if c.path in {e.new for e in standing.successors(old.path)}):
+                if _value_key(old.facts.asserts[proposition]) != _value_key(new.facts.asserts[proposition]):
+                    conflicts.append(_draft(proposition, [old, new], "superseded", [new], [old]))
+                    linked.add((old.path, new.path))
+        current = [c for c in sides if c not in superseded]
+        if len({_value_key(c.facts.asserts[proposition]) for c in current}) >= 2:
+            conflicts.append(_by_authority(proposition, current))
+    for old in (c for c in pool if c in superseded):
+        for edge in standing.successors(old.path):
+            successor = next((c for c in pool if c.path == edge.new), None)
+            if successor is None or (old.path, successor.path) in linked:
+                continue
+            if {old.path, successor.path} & in_play:
+                conflicts.append(_draft(SUPERSESSION, [old, successor], "superseded", [successor], [old]))
+    return conflicts
+
+
+def _by_authority(proposition: str, sides: Sequence[Candidate]) -> ConflictDraft:
+    top_level = max(c.facts.authority_level for c in sides)
+    at_top = [c for c in sides if c.facts.authority_level == top_level]
+    top_values = {_value_key(c.facts.asserts[proposition]) for c in at_top}
+    if top_level > 0 and len(top_values) == 1:
+        losers = [c for c in sides if c.facts.authority_level < top_level]
+        return _draft(proposition, sides, "authority", at_top, losers)
+    return _draft(proposition, sides, "unresolved", [], [])
+
+
+def _draft(
+    proposition: str, sides: Sequence[Candidate], kind: str, winners: Sequence[Candidate], losers: Sequence[Candidate]
+) -> ConflictDraft:
+    return ConflictDraft(
+        proposition=proposition,
+        sides=tuple(
+            Side(
+                c.id,
+                c.facts.asserts.get(proposition) if proposition != SUPERSESSION else c.facts.status,
+                c.facts.authority,
+                c.facts.status,
+            )
+            for c in sides
+        ),
+        kind=kind,
+        winners=tuple(c.id for c in winners),
+        losers=tuple(c.id for c in losers),
+    )
+
+
+def _value_key(value: Any) -> str:
+    """Values compare as text, case and surrounding space ignored (``14`` equals ``"14"``)."""
+    return str(value).strip().lower()
+
+
+def _first_per_note(candidates: Sequence[Candidate]) -> list[Candidate]:
+    """The best-ranked passage of each note: a note asserts once, whichever section is cited."""
+    seen: set[str] = set()
+    out = []
+    for candidate in candidates:
+        if candidate.path not in seen:
+            seen.add(candidate.path)
+            out.append(candidate)
+    return out
+
+
+# ---------------------------------------------------------------- step 3: roles
+
+
+def _roles(eligible: Sequence[Candidate], conflicts: Sequence[ConflictDraft]) -> dict[str, tuple[str, str]]:
+    """``passage id -> (role, reason)`` for every eligible candidate."""
+    losers = {loser: conflict for conflict in conflicts if conflict.kind == "authority" for loser in conflict.losers}
+    loser_paths = {_path_of(eligible, pid): conflict for pid, conflict in losers.items()}
+    roles: dict[str, tuple[str, str]] = {}
+    for candidate in eligible:
+        facts = candidate.facts
+        lost = loser_paths.get(candidate.path)
+        if lost is not None:
+            winner = lost.winners[0]
+            roles[candidate.id] = (
+                EXPLANATION,
+                f"lower authority ({facts.authority or 'unknown'}) than {winner} on {lost.proposition}",
+            )
+        elif facts.status == "disputed":
+            roles[candidate.id] = (COUNTER, "disputed: shown as counter-evidence, never governs")
+        elif facts.is_counter_evidence:
+            roles[candidate.id] = (COUNTER, f"{facts.kind} note: counter-evidence")
+        else:
+            roles[candidate.id] = (CURRENT, _current_reason(candidate))
+    return roles
+
+
+def _path_of(candidates: Sequence[Candidate], passage_id: str) -> str:
+    return next((c.path for c in candidates if c.id == passage_id), passage_id)
+
+
+def _current_reason(candidate: Candidate) -> str:
+    if candidate.pulled_in_for:
+        return f"current successor of superseded {candidate.pulled_in_for}"
+    lanes = ", ".join(f"{hit.lane} #{hit.rank}" for hit in candidate.retrieved_by)
+    reason = f"ranked by {lanes}"
+    if candidate.matched_terms:
+        reason += f"; matched terms: {', '.join(candidate.matched_terms)}"
+    if candidate.facts.authority:
+        reason += f"; {candidate.facts.authority}"
+    return reason
+
+
+# ---------------------------------------------------------------- step 6: dedup, intent, top
+
+
+def _dedup(
+    eligible: Sequence[Candidate], roles: Mapping[str, tuple[str, str]]
+) -> tuple[list[Admission], list[Exclusion]]:
+    """Collapse near-duplicates into the most authoritative, current, newest copy."""
+    kept: list[Admission] = []
+    shingles: list[frozenset[Any]] = []
+    dropped: list[Exclusion] = []
+    for candidate in eligible:
+        role, reason = roles[candidate.id]
+        mine = _shingles(candidate)
+        twin = next(
+            (i for i, other in enumerate(kept) if _near_duplicates(candidate, mine, other.candidate, shingles[i])), None
+        )
+        if twin is None:
+            kept.append(Admission(candidate, role, reason))
+            shingles.append(mine)
+            continue
+        other = kept[twin]
+        if _preference(candidate, role) > _preference(other.candidate, other.role):
+            dropped.append(Exclusion(other.candidate, DUPLICATE, f"near-duplicate of {candidate.id}"))
+            kept[twin] = Admission(candidate, role, reason, (*other.duplicates, other.candidate.id))
+            shingles[twin] = mine
+        else:
+            dropped.append(Exclusion(candidate, DUPLICATE, f"near-duplicate of {other.candidate.id}"))
+            kept[twin] = replace(other, duplicates=(*other.duplicates, candidate.id))
+    return kept, dropped
+
+
+def _shingles(candidate: Candidate) -> frozenset[Any]:
+    lines = candidate.stored.passage.text.split("\n")
+    body = lines[1:] if len(lines) > 1 and lines[0].lstrip().startswith("#") else lines
+    words = _TOKEN.findall(" ".join(body).lower())
+    if len(words) < 3:
+        return frozenset(words)
+    return frozenset(zip(words, words[1:], words[2:], strict=False))
+
+
+def _near_duplicates(a: Candidate, a_shingles: frozenset[Any], b: Candidate, b_shingles: frozenset[Any]) -> bool:
+    """Same wording (trigram Jaccard) and no disagreement: same numbers, no differing assertion."""
+    if not a_shingles or not b_shingles:
+        return False
+    jaccard = len(a_shingles & b_shingles) / len(a_shingles | b_shingles)
+    if jaccard < NEAR_DUPLICATE_JACCARD:
+        return False
+    if sorted(_NUMBER.findall(a.stored.passage.text)) != sorted(_NUMBER.findall(b.stored.passage.text)):
+        return False
+    shared = set(a.facts.asserts) & set(b.facts.asserts)
+    return all(_value_key(a.facts.asserts[p]) == _value_key(b.facts.asserts[p]) for p in shared)
+
+
+def _preference(candidate: Candidate, role: str) -> tuple[int, int, str]:
+    return (candidate.facts.authority_level, int(role == CURRENT), candidate.stored.observed_at or "")
+
+
+def _order(
+    kept: Sequence[Admission],
+    roles: Mapping[str, tuple[str, str]],
+    intent: str,
+    conflicts: Sequence[ConflictDraft],
+    top: int,
+) -> list[Admission]:
+    """Order by the intent's roles, then relevance; keep conflict sides and one counter slot."""
+    order = ROLE_ORDER[intent]
+
+    def key(item: tuple[int, Admission]) -> tuple[int, int, int]:
+        position, admission = item
+        authority = -admission.candidate.facts.authority_level if intent == "verify" else 0
+        return (order.index(admission.role), authority, position)
+
+    ranked = [admission for _, admission in sorted(enumerate(kept), key=key)]
+    unresolved = {
+        pid for conflict in conflicts if conflict.kind == "unresolved" for pid in (s.passage_id for s in conflict.sides)
+    }
+    reserved = [a for a in ranked if a.candidate.id in unresolved]
+    counter = next((a for a in ranked if a.role == COUNTER), None)
+    if counter is not None and counter not in reserved:
+        reserved.append(counter)
+    reserved = reserved[:top]
+    chosen = set(id(a) for a in reserved)
+    for admission in ranked:
+        if len(chosen) >= top:
+            break
+        chosen.add(id(admission))
+    return [admission for admission in ranked if id(admission) in chosen]
