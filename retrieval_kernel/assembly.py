@@ -225,7 +225,7 @@ def _evidence(admission: Admission, rank: int, as_of: dt.date, live_checks: tupl
         indexed_at=stored.indexed_at,
         live_verified=bool(live) and all(result.verified for result in live),
         authority=facts.authority,
-        status=facts.status,
+        status=admission.status,
         retrieved_by=candidate.retrieved_by,
         rank=rank,
         score=candidate.score,

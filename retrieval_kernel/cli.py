@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .embedding import DEFAULT_EMBEDDER, EMBEDDERS
 from .errors import FrozenInputChangedError, InputError, RetrievalKernelError
+from .policy import DEFAULT_INTENT, INTENTS
 from .workspace import DEFAULT_TOP, LANES, Workspace, checked_lanes
 
 EXIT_OK, EXIT_GATE_FAILED, EXIT_BAD_INPUT, EXIT_FROZEN_CHANGED = 0, 1, 2, 3
@@ -49,6 +50,9 @@ def _query(args: argparse.Namespace) -> int:
             max_chars=args.max_chars,
             top=args.top,
             refresh=not args.no_refresh,
+            scopes=args.scope,
+            intent=args.intent,
+            audit=args.audit,
         )
     renderers: dict[str, Callable[[], str]] = {
         "json": packet.to_json,
@@ -60,24 +64,56 @@ def _query(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _notes(args: argparse.Namespace) -> int:
+    from .inventory import inventory
+
+    listing = inventory(args.notes_dir)
+    if args.json:
+        print(json.dumps(listing, indent=2, ensure_ascii=False))
+        return EXIT_OK
+    for entry in listing["notes"]:
+        superseded = f" superseded_by={','.join(entry['superseded_by'])}" if entry["superseded_by"] else ""
+        print(
+            f"{entry['path']}  id={entry['id']} status={entry['status']} authority={entry['authority']} "
+            f"observed={entry['observed']} scope={','.join(entry['scope']) or '-'}{superseded}"
+        )
+    for problem in listing["problems"]:
+        print(f"{problem['path']}  NOT PARSED: {problem['error']}")
+    return EXIT_OK
+
+
+def _trace(args: argparse.Namespace) -> int:
+    from .trace import trace_text
+
+    with Workspace(args.notes, args.store, lanes=("lexical",)) as workspace:
+        trace = workspace.trace(args.trace_id)
+    if trace is None:
+        raise InputError(f"no trace {args.trace_id!r} in the store {workspace.store_dir}")
+    print(json.dumps(trace, indent=2, ensure_ascii=False) if args.json else trace_text(trace))
+    return EXIT_OK
+
+
 def _eval(args: argparse.Namespace) -> int:
-    from .evaluation import run_suite
+    from .evaluation import run_suite, suite_kind
 
     if args.output and not args.output.parent.is_dir():
         raise InputError(f"cannot write the receipt: folder {args.output.parent} does not exist")
-    receipt = run_suite(args.suite_dir, questions=args.questions, lanes=checked_lanes(args.lanes))
-    text = json.dumps(receipt, indent=2, ensure_ascii=False)
+    if suite_kind(args.suite_dir) == "policy":
+        from .policy_eval import policy_summary, run_policy_suite
+
+        if args.questions:
+            raise InputError("a policy suite scores only its frozen question file; drop --questions")
+        receipt = run_policy_suite(args.suite_dir, lanes=checked_lanes(args.lanes))
+        table = policy_summary(receipt)
+    else:
+        from .study import summary_table
+
+        receipt = run_suite(args.suite_dir, questions=args.questions, lanes=checked_lanes(args.lanes))
+        table = summary_table(receipt)
     if args.output:
-        Path(args.output).write_text(text + "\n", encoding="utf-8")
-    print(_eval_summary(receipt))
+        Path(args.output).write_text(json.dumps(receipt, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"{table}\n{'all gates passed' if receipt['passed'] else 'A GATE FAILED'}")
     return EXIT_OK if receipt["passed"] else EXIT_GATE_FAILED
-
-
-def _eval_summary(receipt: dict[str, object]) -> str:
-    from .study import summary_table
-
-    verdict = "all gates passed" if receipt["passed"] else "A GATE FAILED"
-    return f"{summary_table(receipt)}\n{verdict}"
 
 
 def _beir(args: argparse.Namespace) -> int:
@@ -125,6 +161,8 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "bench": _bench,
     "index": _index,
     "query": _query,
+    "notes": _notes,
+    "trace": _trace,
     "eval": _eval,
     "beir": _beir,
 }
@@ -150,6 +188,19 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("--format", choices=["json", "text", "markdown", "html"], default="json")
     query.add_argument("--no-refresh", action="store_true", help="answer from the index as it is")
     query.add_argument("--lanes", default=",".join(LANES), help="comma-separated lanes (default: all)")
+    query.add_argument("--scope", help="the caller's scopes, comma-separated ('*' sees every note)")
+    query.add_argument("--intent", choices=INTENTS, default=DEFAULT_INTENT, help="orders evidence roles")
+    query.add_argument("--audit", action="store_true", help="also show excluded items, as history")
+
+    notes = sub.add_parser("notes", help="list every note as parsed: identity, dates, status, links, scope")
+    notes.add_argument("notes_dir", type=Path)
+    notes.add_argument("--json", action="store_true", help="print the inventory as JSON")
+
+    trace = sub.add_parser("trace", help="show how the packet with a trace id was built")
+    trace.add_argument("trace_id")
+    trace.add_argument("--notes", type=Path, required=True, help="notes folder")
+    trace.add_argument("--store", type=Path)
+    trace.add_argument("--json", action="store_true")
 
     evaluate = sub.add_parser("eval", help="run a frozen evaluation suite and write a receipt")
     evaluate.add_argument("suite_dir", type=Path)

@@ -97,6 +97,11 @@ def load_suite(suite_dir: str | Path, questions: str | Path | None = None) -> Su
     return suite
 
 
+def suite_kind(suite_dir: str | Path) -> str:
+    """``"retrieval"`` (the workshop study format) or what ``suite.json`` declares as ``kind``."""
+    return str(_read_json(Path(suite_dir) / SUITE_FILE).get("kind", "retrieval"))
+
+
 def load_questions(path: Path) -> list[Question]:
     """Parse a JSONL question file; every line needs the four keys as non-empty strings."""
     try:

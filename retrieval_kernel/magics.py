@@ -13,23 +13,25 @@ back to ``[tool.retrieval_kernel]`` in the nearest pyproject.toml.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 from pathlib import Path
 from typing import Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
+from IPython.core.magic import Magics, cell_magic, line_cell_magic, line_magic, magics_class, no_var_expand
 from traitlets import Bool, Integer, Unicode
 from traitlets.config import Configurable
 
 from .config import project_settings
 from .errors import RetrievalKernelError
 from .packet import Packet
+from .policy import DEFAULT_INTENT, INTENTS
 from .workspace import DEFAULT_TOP, Workspace
 
 _OPTION = re.compile(r"""\s*(--(?:[A-Za-z][\w-]*)?)(?:=("[^"]*"|'[^']*'|\S+))?(?=\s|$)""")
 _VALUE = re.compile(r"""\s*(?:"([^"]*)"|'([^']*)'|(\S+))""")
-_FLAGS = frozenset({"--json", "--no-refresh", "--refresh"})
+_FLAGS = frozenset({"--json", "--no-refresh", "--refresh", "--audit"})
 _MAGIC_LINE = re.compile(
     r"^(?P<indent>[ \t]*)(?:(?P<target>[\w.]+)[ \t]*=[ \t]*)?%context\b(?P<rest>.*?)(?P<end>\r?\n)?$"
 )
@@ -70,6 +72,9 @@ def _option_parser() -> _Parser:
     parser.add_argument("--top", type=int)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--lanes", help="comma-separated lanes: identity,lexical,dense")
+    parser.add_argument("--scope", help="the caller's scopes, comma-separated ('*' sees every note)")
+    parser.add_argument("--intent", choices=INTENTS)
+    parser.add_argument("--audit", action="store_true")
     refresh = parser.add_mutually_exclusive_group()
     refresh.add_argument("--refresh", dest="refresh", action="store_true", default=None)
     refresh.add_argument("--no-refresh", dest="refresh", action="store_false")
@@ -113,6 +118,12 @@ class ContextMagics(Magics, Configurable):
     max_chars = Integer(None, allow_none=True, help="Cap on the serialized packet in characters.").tag(config=True)
     top = Integer(None, allow_none=True, help=f"Most evidence items (default {DEFAULT_TOP}).").tag(config=True)
     refresh = Bool(None, allow_none=True, help="Re-index changed notes before answering (default on).").tag(config=True)
+    scope = Unicode(None, allow_none=True, help="The caller's scopes, comma-separated (default: none).").tag(
+        config=True
+    )
+    intent = Unicode(None, allow_none=True, help=f"One of {', '.join(INTENTS)} (default {DEFAULT_INTENT}).").tag(
+        config=True
+    )
 
     def __init__(self, shell: Any) -> None:
         Configurable.__init__(self, config=shell.config)
@@ -120,6 +131,7 @@ class ContextMagics(Magics, Configurable):
         shell.configurables.append(self)
         self._workspaces: dict[tuple[Path, Path | None], Workspace] = {}
         self.last_packet: Packet | None = None
+        self._last_workspace: Workspace | None = None
 
     @no_var_expand
     @line_cell_magic
@@ -129,7 +141,8 @@ class ContextMagics(Magics, Configurable):
         Usage: ``%context [options] QUESTION`` or ``%%context [options]`` with the
         question in the cell. Options: ``--notes DIR``, ``--store DIR``,
         ``--as-of YYYY-MM-DD``, ``--max-bytes N`` | ``--max-chars N``, ``--top N``,
-        ``--json`` (print the packet JSON), ``--no-refresh``.
+        ``--scope A,B``, ``--intent orient|verify|plan|audit``, ``--audit``,
+        ``--lanes identity,lexical,dense``, ``--json`` (print the packet JSON), ``--no-refresh``.
         """
         argv, rest = split_options(line)
         if self.shell is not None:  # {var} and $var expand in option values only, never in the question
@@ -140,7 +153,8 @@ class ContextMagics(Magics, Configurable):
         options = vars(_option_parser().parse_args(argv))
         settings = self._settings(options)
         try:
-            packet = self._workspace(settings).query(
+            workspace = self._workspace(settings)
+            packet = workspace.query(
                 query,
                 as_of=settings["as_of"],
                 max_bytes=settings["max_bytes"],
@@ -148,10 +162,14 @@ class ContextMagics(Magics, Configurable):
                 top=DEFAULT_TOP if settings["top"] is None else settings["top"],
                 refresh=settings["refresh"] is not False,
                 lanes=options["lanes"].split(",") if options["lanes"] else None,
+                scopes=settings["scope"],
+                intent=settings["intent"] or DEFAULT_INTENT,
+                audit=options["audit"],
             )
         except RetrievalKernelError as exc:
             raise UsageError(f"%context: {exc}") from None
         self.last_packet = packet
+        self._last_workspace = workspace
         if options["json"]:
             print(packet.to_json())
             return None
@@ -163,7 +181,7 @@ class ContextMagics(Magics, Configurable):
             project = project_settings()
         except RetrievalKernelError as exc:
             raise UsageError(f"%context: {exc}") from None
-        keys = ("notes_dir", "store_dir", "as_of", "top", "refresh")
+        keys = ("notes_dir", "store_dir", "as_of", "top", "refresh", "scope", "intent")
         merged = {key: _first(options.get(key), getattr(self, key), project.get(key)) for key in keys}
         # The budget is one setting in two units: the strongest source that names either wins whole.
         sources = (options, {"max_bytes": self.max_bytes, "max_chars": self.max_chars}, project)
@@ -175,6 +193,41 @@ class ContextMagics(Magics, Configurable):
                 "or set notes_dir in [tool.retrieval_kernel] of pyproject.toml"
             )
         return merged
+
+    @line_magic
+    def context_trace(self, line: str) -> None:
+        """Show how a packet was built: ``%context_trace [TRACE_ID] [--json]`` (default: the last packet)."""
+        from .trace import trace_text
+
+        words = line.split()
+        as_json = "--json" in words
+        ids = [word for word in words if word != "--json"]
+        if self._last_workspace is None or self.last_packet is None:
+            raise UsageError("%context_trace: run %context first; traces are read from that notes store")
+        trace_id = ids[0] if ids else self.last_packet.trace_id
+        trace = self._last_workspace.trace(trace_id)
+        if trace is None:
+            raise UsageError(f"%context_trace: no trace {trace_id!r} in {self._last_workspace.store_dir}")
+        print(json.dumps(trace, indent=2, ensure_ascii=False) if as_json else trace_text(trace))
+
+    @cell_magic
+    def context_check(self, line: str, cell: str) -> Any:
+        """Check an answer against the last packet: one claim per line, citations as ``[e1]``.
+
+        ``%%context_check`` or ``%%context_check --packet NAME`` (a Packet in your namespace).
+        """
+        from .grounding import check_grounding, parse_claims
+
+        argv, _ = split_options(line)
+        packet = self.last_packet
+        if argv[:1] == ["--packet"] and len(argv) == 2 and self.shell is not None:
+            packet = self.shell.user_ns.get(argv[1])
+        if not isinstance(packet, Packet):
+            raise UsageError("%%context_check: no packet to check against; run %context first or pass --packet NAME")
+        try:
+            return check_grounding(packet, parse_claims(cell))
+        except RetrievalKernelError as exc:
+            raise UsageError(f"%%context_check: {exc}") from None
 
     def _workspace(self, settings: dict[str, Any]) -> Workspace:
         notes = Path(settings["notes_dir"]).expanduser().resolve()

@@ -109,6 +109,7 @@ class Admission:
     role: str
     reason: str
     duplicates: tuple[str, ...] = ()
+    status: str | None = None  # as of the clock: a declared "superseded" whose successor is not valid yet is current
 
 
 @dataclass(frozen=True)
@@ -199,7 +200,7 @@ def select(
     admitted = _order(kept, roles, request.intent, conflicts, top)
     beyond = len(kept) - len(admitted)
     history = tuple(
-        Admission(e.candidate, HISTORICAL, f"{e.code}: {e.detail}")
+        Admission(e.candidate, HISTORICAL, f"{e.code}: {e.detail}", status=e.candidate.facts.status or e.code)
         for e in excluded[:top]
         if request.shows_history and e.code != DUPLICATE
     )
@@ -387,7 +388,15 @@ def _roles(eligible: Sequence[Candidate], conflicts: Sequence[ConflictDraft]) ->
             roles[candidate.id] = (COUNTER, f"{facts.kind} note: counter-evidence")
         else:
             roles[candidate.id] = (CURRENT, _current_reason(candidate))
+        if facts.status == SUPERSEDED:
+            role, reason = roles[candidate.id]
+            roles[candidate.id] = (role, f"{reason}; declared superseded, but no successor is valid as of the clock")
     return roles
+
+
+def effective_status(facts: NoteFacts) -> str | None:
+    """The status of an admitted note as of the clock (it passed step 2, so it is not superseded now)."""
+    return "current" if facts.status == SUPERSEDED else facts.status
 
 
 def _path_of(candidates: Sequence[Candidate], passage_id: str) -> str:
@@ -422,14 +431,15 @@ def _dedup(
         twin = next(
             (i for i, other in enumerate(kept) if _near_duplicates(candidate, mine, other.candidate, shingles[i])), None
         )
+        status = effective_status(candidate.facts)
         if twin is None:
-            kept.append(Admission(candidate, role, reason))
+            kept.append(Admission(candidate, role, reason, status=status))
             shingles.append(mine)
             continue
         other = kept[twin]
         if _preference(candidate, role) > _preference(other.candidate, other.role):
             dropped.append(Exclusion(other.candidate, DUPLICATE, f"near-duplicate of {candidate.id}"))
-            kept[twin] = Admission(candidate, role, reason, (*other.duplicates, other.candidate.id))
+            kept[twin] = Admission(candidate, role, reason, (*other.duplicates, other.candidate.id), status)
             shingles[twin] = mine
         else:
             dropped.append(Exclusion(candidate, DUPLICATE, f"near-duplicate of {other.candidate.id}"))

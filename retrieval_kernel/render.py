@@ -10,7 +10,7 @@ import html
 import re
 from typing import TYPE_CHECKING
 
-from .packet import Evidence, LaneReport, Packet
+from .packet import Conflict, Evidence, Excluded, LaneReport, Packet
 
 if TYPE_CHECKING:
     import pandas
@@ -22,6 +22,15 @@ ABSTENTION_TEXT = {
     "no_evidence_fits_budget": "candidates were found but none fits the budget; raise the budget",
     "below_threshold": "some passages were near, but none passed its lane's relevance threshold",
     "index_unavailable": "no lane could run; see each lane's reason",
+    "filtered_by_scope": "matching notes exist, but none is within your scopes",
+    "filtered_by_validity": (
+        "every matching passage is superseded, expired, not yet valid, draft, deprecated or rejected "
+        "as of the clock (use --audit to see them)"
+    ),
+    "unresolved_conflict": (
+        "the evidence disagrees and nothing resolves it (no supersession, equal authority); "
+        "both sides are shown: abstain or escalate"
+    ),
 }
 
 
@@ -69,10 +78,36 @@ def summary_text(packet: Packet) -> str:
     budget = packet.budget
     size = f"{budget.used:,}/{budget.limit:,} {budget.unit}"
     head = f"{len(packet.evidence)} evidence" if not packet.abstained else "nothing applies"
-    parts = [head, size, f"projection {packet.projection}", *map(lane_text, packet.lanes)]
-    if packet.exclusions.get("budget"):
-        parts.append(f"{packet.exclusions['budget']} left out for budget")
+    caller = f"intent {packet.intent}; scopes {', '.join(packet.scopes) or '(none)'}"
+    parts = [head, size, caller, f"projection {packet.projection}", *map(lane_text, packet.lanes)]
+    counted = [f"{count} {_EXCLUSION_TEXT.get(code, code)}" for code, count in packet.exclusions.items() if count]
+    if counted:
+        parts.append("excluded: " + ", ".join(counted))
     return " · ".join(parts)
+
+
+_EXCLUSION_TEXT = {
+    "scope": "filtered by scope",
+    "budget": "left out for budget",
+    "beyond_top": "beyond --top",
+    "duplicate": "near-duplicates collapsed",
+    "not_yet_valid": "not yet valid",
+}
+
+
+def conflict_text(conflict: Conflict) -> str:
+    """``c1 on refund_window_days: e2 = 30 (authoritative, superseded) vs e3 = 14 (...) → resolution``."""
+    sides = " vs ".join(
+        f"{side.ref or side.id} = {side.value} "
+        f"({side.authority or 'authority unknown'}, {side.status or 'status unknown'})"
+        for side in conflict.evidence
+    )
+    return f"{conflict.id} on {conflict.proposition}: {sides} → {conflict.resolution}; {conflict.required_behavior}"
+
+
+def excluded_text(item: Excluded) -> str:
+    lines = str(item.line_start) if item.line_start == item.line_end else f"{item.line_start}-{item.line_end}"
+    return f"{item.id} ({item.path}:{lines}) {item.reason}: {item.detail}"
 
 
 def abstention_text(packet: Packet) -> str:
@@ -82,7 +117,9 @@ def abstention_text(packet: Packet) -> str:
 
 def item_facts(item: Evidence) -> str:
     trimmed = " · truncated to fit the budget" if item.truncated else ""
-    return f"authority {item.authority or 'unknown'} · status {item.status or 'unknown'} · {item.reason}{trimmed}"
+    duplicates = f" · also in {', '.join(item.duplicates)}" if item.duplicates else ""
+    facts = f"{item.role} · authority {item.authority or 'unknown'} · status {item.status or 'unknown'}"
+    return f"{facts} · {item.reason}{duplicates}{trimmed}"
 
 
 # ---------------------------------------------------------------- text
@@ -98,6 +135,8 @@ def to_text(packet: Packet) -> str:
         out += [f"     {freshness_text(item)}", f"     {item_facts(item)}"]
         width = len(str(item.line_end))
         out += [f"  {n:>{width}} | {line}" for n, line in _numbered(item)]
+    out += ["", "Conflicts:", *(f"  {conflict_text(c)}" for c in packet.conflicts)] if packet.conflicts else []
+    out += ["", "Excluded:", *(f"  {excluded_text(e)}" for e in packet.excluded)] if packet.excluded else []
     out += [f"warning: {w}" for w in packet.warnings]
     return "\n".join(out)
 
@@ -119,6 +158,10 @@ def to_markdown(packet: Packet) -> str:
         out += [f"- {_md_inline(freshness_text(item))}", f"- {_md_inline(item_facts(item))}", ""]
         fence = "`" * max(3, _longest_backtick_run(item.excerpt) + 1)
         out += [f"{fence}text", item.excerpt, fence]
+    if packet.conflicts:
+        out += ["", "**Conflicts**", "", *(f"- {_md_inline(conflict_text(c))}" for c in packet.conflicts)]
+    if packet.excluded:
+        out += ["", "**Excluded**", "", *(f"- {_md_inline(excluded_text(e))}" for e in packet.excluded)]
     out += [f"\n> warning: {_md_inline(w)}" for w in packet.warnings]
     return "\n".join(out)
 
@@ -139,7 +182,9 @@ _STYLE = (
     ".rk-packet .rk-item{border-left:3px solid #4a7;padding:2px 8px;margin:8px 0}"
     ".rk-packet .rk-stale{color:#a60}.rk-packet .rk-meta{color:#555}"
     ".rk-packet pre{background:#f6f6f6;padding:6px;white-space:pre-wrap;margin:4px 0}"
-    ".rk-packet .rk-ln{color:#999;user-select:none}.rk-packet .rk-warn{color:#a00}</style>"
+    ".rk-packet .rk-ln{color:#999;user-select:none}.rk-packet .rk-warn{color:#a00}"
+    ".rk-packet .rk-explanation,.rk-packet .rk-counter{border-left-color:#c90}"
+    ".rk-packet .rk-historical{border-left-color:#999;opacity:.8}.rk-packet .rk-conflict{color:#a30}</style>"
 )
 
 
@@ -153,6 +198,14 @@ def to_html(packet: Packet) -> str:
         out.append(f'<div class="rk-abstain"><b>{esc(abstention_text(packet))}</b></div>')
     for item in packet.evidence:
         out.append(_html_item(item))
+    if packet.conflicts:
+        out.append('<div class="rk-conflicts"><b>Conflicts</b><ul>')
+        out += [f'<li class="rk-conflict">{esc(conflict_text(c))}</li>' for c in packet.conflicts]
+        out.append("</ul></div>")
+    if packet.excluded:
+        out.append('<div class="rk-excluded rk-meta"><b>Excluded</b><ul>')
+        out += [f"<li>{esc(excluded_text(e))}</li>" for e in packet.excluded]
+        out.append("</ul></div>")
     out += [f'<div class="rk-warn">warning: {esc(w)}</div>' for w in packet.warnings]
     out.append("</div>")
     return "".join(out)
@@ -161,10 +214,11 @@ def to_html(packet: Packet) -> str:
 def _html_item(item: Evidence) -> str:
     esc = html.escape
     stale = ' class="rk-stale"' if item.freshness == "stale" else ""
+    role = f" rk-{esc(item.role)}" if item.role != "current" else ""
     width = len(str(item.line_end))
     lines = "\n".join(f'<span class="rk-ln">{n:>{width}} </span>{esc(line)}' for n, line in _numbered(item))
     return (
-        f'<div class="rk-item" data-evidence-id="{esc(item.id)}">'
+        f'<div class="rk-item{role}" data-evidence-id="{esc(item.id)}">'
         f"<div><b>[{esc(item.ref)}] {esc(item.heading)}</b> — <code>{esc(citation(item))}</code>"
         f' <span class="rk-meta">({esc(item.module)})</span></div>'
         f"<div{stale}>{esc(freshness_text(item))}</div>"
@@ -193,6 +247,7 @@ def to_frame(packet: Packet) -> pandas.DataFrame:
         "live_verified",
         "authority",
         "status",
+        "role",
         "retrieved_by",
         "score",
         "truncated",
@@ -212,6 +267,7 @@ def to_frame(packet: Packet) -> pandas.DataFrame:
             "live_verified": item.live_verified,
             "authority": item.authority,
             "status": item.status,
+            "role": item.role,
             "retrieved_by": ", ".join(f"{h.lane} #{h.rank}" for h in item.retrieved_by),
             "score": item.score,
             "truncated": item.truncated,

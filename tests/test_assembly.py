@@ -189,13 +189,8 @@ def test_budget_range_bounds_are_inclusive(workshop_ws, kwargs) -> None:
 # ---------------------------------------------------------------- units and exclusions on purpose-built notes
 
 
-
-
-CJK_NOTE = (
-    "---\nobserved: 2026-10-10\n---\n"
-    "# 校准记录\n\n"
-    "calibration notes for the mill\n"
-    + "".join(f"第{i}行\uff1a校准数值在每次长时间运行后漂移\uff0c需要重新测量并记录。\n" for i in range(12))
+CJK_NOTE = "---\nobserved: 2026-10-10\n---\n# 校准记录\n\ncalibration notes for the mill\n" + "".join(
+    f"第{i}行\uff1a校准数值在每次长时间运行后漂移\uff0c需要重新测量并记录。\n" for i in range(12)
 )
 
 

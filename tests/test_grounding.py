@@ -173,6 +173,26 @@ def test_stating_the_authority_loser_contradicts_its_conflict() -> None:
     assert "c2" in result.findings[0].message and "c1" not in result.findings[0].message
 
 
+def test_citing_a_conflict_item_links_the_claim_without_naming_the_proposition() -> None:
+    assert one("The limit is 30 [e3]") == ("unsupported", "contradicts_resolution")
+    assert one("The limit is 30") == ("uncited",)
+
+
+def test_conflict_sides_outside_the_packet_and_repeated_winner_values() -> None:
+    hidden = side(None, "policy/refunds-rev-0", 30, status="superseded")  # not shown: no ref
+    mapped = side(None, REV_A["id"], 45)  # ref found through the item's id
+    same = side(None, "policy/refunds-copy", 14)  # a loser repeating the winner's value
+    conflict = SUPERSEDED | {"evidence": [hidden, mapped, same, side("e3", REV_B["id"], 14)]}
+    data = packet(REV_A, REV_B, conflicts=[conflict])
+    assert one("The current limit is 14 days [e3]", data) == ()
+    assert one("Refunds are accepted up to 30 days [e3]", data) == ("unsupported", "contradicts_resolution")
+    assert one("Previously, refunds were accepted up to 30 days", data) == ("uncited",)  # superseded side
+    assert one("Refunds were accepted up to 30 days", data) == ("uncited", "contradicts_resolution")
+    (result,) = check_grounding(data, "Refunds were accepted up to 45 days [e2]").claims
+    assert result.codes == ("unsupported", "cites_historical", "contradicts_resolution")
+    assert "states 45 and cites e2" in result.findings[2].message
+
+
 def test_claims_framed_as_history_may_cite_the_superseded_revision() -> None:
     assert one("Previously, refunds were allowed up to 30 days [e2]") == ()
     assert one("Refunds were allowed up to 30 days [e2]") == ("cites_historical", "contradicts_resolution")
@@ -188,6 +208,7 @@ def test_uncited_claim() -> None:
 
 def test_uncited_claim_naming_the_proposition_is_linked_to_its_conflict() -> None:
     assert one("The refund window is 60 days") == ("uncited", "contradicts_resolution")
+    assert one("Refunds are allowed for 60 days") == ("uncited", "contradicts_resolution")  # 2 of 3 words
     assert one("The refund window is 14 days") == ("uncited",)
 
 
@@ -203,6 +224,21 @@ def test_taking_a_side_of_an_unresolved_conflict() -> None:
     (result,) = check_grounding(UNRESOLVED, "Refunds are accepted up to 45 days [e5]").claims
     assert result.codes == ("takes_side_in_unresolved_conflict",)
     assert "abstaining or escalating" in result.findings[0].message
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"winner": FORUM["id"], "required_behavior": "use_winner"},
+        {"resolution": "authority(e1 over e5)", "winner": FORUM["id"]},
+    ],
+)
+def test_unresolved_wins_over_a_stray_winner(change: dict[str, Any]) -> None:
+    """``resolution: unresolved`` or ``required_behavior: abstain_or_escalate`` means nobody won."""
+    conflict = UNRESOLVED["conflicts"][0] | change
+    assert one("Refunds are accepted up to 45 days [e5]", UNRESOLVED | {"conflicts": [conflict]}) == (
+        "takes_side_in_unresolved_conflict",
+    )
 
 
 def test_presenting_both_sides_or_escalating_is_not_taking_a_side() -> None:
@@ -291,6 +327,8 @@ def test_older_packet_without_role_asserts_or_conflicts() -> None:
     assert one("Refunds up to 30 days [e1]", old) == ("cites_historical",)
     old["evidence"][0]["status"] = None
     assert one("Refunds up to 30 days [e1]", old) == ()
+    old["evidence"][0]["role"] = "historical"
+    assert one("Refunds up to 30 days [e1]", old) == ("cites_historical",)
 
 
 def test_accepts_an_object_with_to_dict() -> None:
@@ -330,6 +368,12 @@ def test_parse_claims_citation_forms() -> None:
 
 def test_parse_claims_leaves_non_citations_in_the_text() -> None:
     assert parse_claims("See [x3] and [e] or [e3 e4] [e2,e2]") == (Claim("See [x3] and [e] or [e3 e4]", ("e2",)),)
+
+
+def test_repeated_citations_count_once() -> None:
+    report = check_grounding(REFUND, [Claim("The current limit is 14 days", ["e3", "e3"])])  # type: ignore[arg-type]
+    assert report.claims[0].cites == ("e3",)
+    assert codes(report) == [()]
 
 
 def test_list_numbers_are_not_claim_numbers() -> None:
@@ -379,9 +423,13 @@ def test_bad_packet_and_claim_types() -> None:
 
 
 def test_html_escapes_every_text() -> None:
-    report = check_grounding(REFUND, "<script>alert(1)</script> refunds up to 14 days [e3]\n<b>bold</b> & co")
+    hostile = AUTHORITY | {"proposition": "<i>window</i>"}
+    data = REFUND | {"conflicts": [hostile]}
+    report = check_grounding(data, "<script>alert(1)</script> refunds up to 14 days [e3]\n<b>bold</b> & co [e1]")
+    assert report.claims[1].codes == ("unsupported", "contradicts_resolution")  # the message names the proposition
     page = report._repr_html_()
-    assert "<script>" not in page and "<b>bold</b>" not in page
+    assert "<script>" not in page and "<b>bold</b>" not in page and "<i>" not in page
+    assert "&lt;i&gt;window&lt;/i&gt;" in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "&lt;b&gt;bold&lt;/b&gt; &amp; co" in page
 

@@ -42,8 +42,7 @@ def spans(note) -> list[tuple[str, int, int]]:
 
 def test_valid_front_matter_sets_metadata_module_title_and_body_start() -> None:
     text = (
-        "---\nid: my-note\ntitle: My Note\nauthority: reference\ntags: [a, b]\n---\n"
-        "\nBody line one.\nBody line two.\n"
+        "---\nid: my-note\ntitle: My Note\nauthority: reference\ntags: [a, b]\n---\n\nBody line one.\nBody line two.\n"
     )
     note = parse_note("folder/file.md", text)
     assert note.module == "my-note"

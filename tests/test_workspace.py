@@ -24,8 +24,6 @@ from retrieval_kernel.records import DATABASE_NAME
 AS_OF = "2026-10-15"
 
 
-
-
 def note(observed: str | None = None, body: str = "gearbox oil level checks", **meta: str) -> str:
     front = {**({"observed": observed} if observed else {}), **meta}
     head = "---\n" + "".join(f"{k}: {v}\n" for k, v in front.items()) + "---\n" if front else ""
@@ -101,7 +99,11 @@ def test_live_verified_is_false_without_a_live_check_and_metadata_is_carried(ws_
     assert all(item.live_verified is False for item in packet.evidence)
     assert '"live_verified":true' not in packet.to_json()
     by_path = {item.path: item for item in packet.evidence}
-    assert (by_path["a.md"].authority, by_path["a.md"].status, by_path["a.md"].role) == ("reference", "disputed", "counter")
+    assert (by_path["a.md"].authority, by_path["a.md"].status, by_path["a.md"].role) == (
+        "reference",
+        "disputed",
+        "counter",
+    )
     assert (by_path["b.md"].authority, by_path["b.md"].status) == (None, None)
 
 
