@@ -9,14 +9,26 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .errors import RetrievalKernelError
-from .packet import Evidence, Packet
+from .grounding import check_grounding
+from .live import JsonSystemOfRecord
+from .packet import Conflict, Evidence, Packet
 from .workspace import Workspace
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
 __version__ = "0.1.0"
-__all__ = ["Evidence", "Packet", "RetrievalKernelError", "Workspace", "__version__", "load_ipython_extension"]
+__all__ = [
+    "Conflict",
+    "Evidence",
+    "JsonSystemOfRecord",
+    "Packet",
+    "RetrievalKernelError",
+    "Workspace",
+    "__version__",
+    "check_grounding",
+    "load_ipython_extension",
+]
 
 
 def load_ipython_extension(ipython: InteractiveShell) -> None:

@@ -152,7 +152,7 @@ class _Room:
 
 def _packet(shell: Packet, admitted: list[Evidence], left_out: int, reason: str | None, selection: Selection) -> Packet:
     current = [item for item in admitted if item.role != HISTORICAL]
-    if selection.unresolved and current:
+    if selection.blocked and current:
         abstention: str | None = ABSTAIN_UNRESOLVED_CONFLICT
     else:
         abstention = None if current else reason
@@ -234,4 +234,5 @@ def _evidence(admission: Admission, rank: int, as_of: dt.date, live_checks: tupl
         role=admission.role,
         asserts=dict(facts.asserts),
         duplicates=admission.duplicates,
+        scope=facts.scope,
     )

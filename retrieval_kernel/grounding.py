@@ -93,6 +93,8 @@ class Claim:
     cites: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        if not isinstance(self.text, str):
+            raise InputError(f"a claim's text must be a string, not {type(self.text).__name__}")
         object.__setattr__(self, "cites", tuple(self.cites))
 
 

@@ -101,6 +101,7 @@ class Evidence:
     role: str = "current"
     asserts: Mapping[str, Any] = field(default_factory=dict)
     duplicates: tuple[str, ...] = ()
+    scope: tuple[str, ...] = ()  # the audience the note speaks for; empty = everyone
 
 
 @dataclass(frozen=True)
@@ -270,6 +271,7 @@ def evidence_dict(item: Evidence) -> dict[str, Any]:
         "authority": item.authority,
         "status": item.status,
         "role": item.role,
+        "scope": list(item.scope),
         "asserts": dict(item.asserts),
         "duplicates": list(item.duplicates),
         "retrieved_by": [{"lane": h.lane, "rank": h.rank, "score": h.score} for h in item.retrieved_by],

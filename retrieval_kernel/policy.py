@@ -12,11 +12,14 @@ Steps, in order; a later step never overrides an earlier one:
    ``explanation``, ordered after the governing evidence.
 4. **Conflicts**: different values for one proposition among the candidates, or a
    supersession link between two candidates, become conflict objects, resolved by
-   supersession, then by authority, else ``unresolved`` (abstain or escalate).
+   supersession, then by authority, else ``unresolved`` (abstain or escalate). An
+   unresolved conflict *blocks* the packet (it abstains, showing both sides) when
+   a side is one of the LEADING_NOTES most relevant eligible notes; a conflict on a
+   side topic is reported, with the same required behaviour for its proposition.
 5. **Relevance**: the fused order, inside each role.
 6. **Dedup, intent and top**: near-duplicates collapse to the most authoritative,
    current copy (disagreements never collapse); the intent orders roles; both
-   sides of an unresolved conflict and the best counter-evidence keep a slot.
+   sides of a blocking conflict and the best counter-evidence keep a slot.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ DEFAULT_INTENT = "orient"
 ALL_SCOPES = "*"
 NEAR_DUPLICATE_JACCARD = 0.8  # word-trigram overlap at which two passages say the same thing
 SUPERSESSION = "supersession"  # the proposition of a conflict made by a link, not by asserts
+LEADING_NOTES = 3  # an unresolved conflict touching one of these most relevant notes blocks the answer
 
 # Roles of admitted evidence, and the order each intent shows them in.
 CURRENT, EXPLANATION, COUNTER, HISTORICAL = "current", "explanation", "counter", "historical"
@@ -126,6 +130,7 @@ class Side:
     """One note's position in a conflict."""
 
     passage_id: str
+    path: str
     value: Any
     authority: str | None
     status: str | None
@@ -140,6 +145,7 @@ class ConflictDraft:
     kind: str  # "superseded" | "authority" | "unresolved"
     winners: tuple[str, ...] = ()
     losers: tuple[str, ...] = ()
+    blocking: bool = False  # unresolved and about the leading evidence: the packet must abstain
 
     @property
     def required_behavior(self) -> str:
@@ -157,8 +163,9 @@ class Selection:
     counts: Mapping[str, int] = field(default_factory=dict)
 
     @property
-    def unresolved(self) -> bool:
-        return any(conflict.kind == "unresolved" for conflict in self.conflicts)
+    def blocked(self) -> bool:
+        """Whether an unresolved conflict on the leading evidence requires abstaining."""
+        return any(conflict.blocking for conflict in self.conflicts)
 
 
 # ---------------------------------------------------------------- scope
@@ -193,7 +200,7 @@ def select(
             eligible.append(candidate)
         else:
             excluded.append(Exclusion(candidate, code, detail))
-    conflicts = _conflicts(in_play, eligible, excluded, standing)
+    conflicts = _mark_blocking(_conflicts(in_play, eligible, excluded, standing), eligible)
     roles = _roles(eligible, conflicts)
     kept, duplicates = _dedup(eligible, roles)
     excluded += duplicates
@@ -306,9 +313,9 @@ def _conflicts(
                 if _value_key(old.facts.asserts[proposition]) != _value_key(new.facts.asserts[proposition]):
                     conflicts.append(_draft(proposition, [old, new], "superseded", [new], [old]))
                     linked.add((old.path, new.path))
-        current = [c for c in sides if c not in superseded]
-        if len({_value_key(c.facts.asserts[proposition]) for c in current}) >= 2:
-            conflicts.append(_by_authority(proposition, current))
+        for group in _same_decision_scope([c for c in sides if c not in superseded]):
+            if len({_value_key(c.facts.asserts[proposition]) for c in group}) >= 2:
+                conflicts.append(_by_authority(proposition, group))
     for old in (c for c in pool if c in superseded):
         for edge in standing.successors(old.path):
             successor = next((c for c in pool if c.path == edge.new), None)
@@ -319,12 +326,38 @@ def _conflicts(
     return conflicts
 
 
+def _same_decision_scope(sides: Sequence[Candidate]) -> list[list[Candidate]]:
+    """Group sides that speak for the same audience: both unscoped, or sharing a scope.
+
+    Values for different audiences (a tenant's contract and the public terms, or two
+    tenants) are compatible, not a conflict (seed 003: "same decision scope?").
+    """
+    groups: list[list[Candidate]] = []
+    for side in sides:
+        joined = [g for g in groups if any(_shares_scope(side.facts, other.facts) for other in g)]
+        merged = [item for g in joined for item in g] + [side]
+        groups = [g for g in groups if g not in joined] + [merged]
+    return [sorted(g, key=sides.index) for g in sorted(groups, key=lambda g: min(map(sides.index, g)))]
+
+
+def _shares_scope(a: NoteFacts, b: NoteFacts) -> bool:
+    return (not a.scope and not b.scope) or bool(set(a.scope) & set(b.scope))
+
+
+def _mark_blocking(conflicts: list[ConflictDraft], eligible: Sequence[Candidate]) -> list[ConflictDraft]:
+    leading = {c.path for c in _first_per_note(eligible)[:LEADING_NOTES]}
+    return [
+        replace(c, blocking=c.kind == "unresolved" and any(side.path in leading for side in c.sides)) for c in conflicts
+    ]
+
+
 def _by_authority(proposition: str, sides: Sequence[Candidate]) -> ConflictDraft:
     top_level = max(c.facts.authority_level for c in sides)
     at_top = [c for c in sides if c.facts.authority_level == top_level]
     top_values = {_value_key(c.facts.asserts[proposition]) for c in at_top}
     if top_level > 0 and len(top_values) == 1:
-        losers = [c for c in sides if c.facts.authority_level < top_level]
+        # Lower-authority sides that agree with the winner corroborate it; only disagreeing ones lose.
+        losers = [c for c in sides if _value_key(c.facts.asserts[proposition]) not in top_values]
         return _draft(proposition, sides, "authority", at_top, losers)
     return _draft(proposition, sides, "unresolved", [], [])
 
@@ -337,6 +370,7 @@ def _draft(
         sides=tuple(
             Side(
                 c.id,
+                c.path,
                 c.facts.asserts.get(proposition) if proposition != SUPERSESSION else c.facts.status,
                 c.facts.authority,
                 c.facts.status,
@@ -370,8 +404,13 @@ def _first_per_note(candidates: Sequence[Candidate]) -> list[Candidate]:
 
 def _roles(eligible: Sequence[Candidate], conflicts: Sequence[ConflictDraft]) -> dict[str, tuple[str, str]]:
     """``passage id -> (role, reason)`` for every eligible candidate."""
-    losers = {loser: conflict for conflict in conflicts if conflict.kind == "authority" for loser in conflict.losers}
-    loser_paths = {_path_of(eligible, pid): conflict for pid, conflict in losers.items()}
+    loser_paths = {
+        side.path: conflict
+        for conflict in conflicts
+        if conflict.kind == "authority"
+        for side in conflict.sides
+        if side.passage_id in conflict.losers
+    }
     roles: dict[str, tuple[str, str]] = {}
     for candidate in eligible:
         facts = candidate.facts
@@ -397,10 +436,6 @@ def _roles(eligible: Sequence[Candidate], conflicts: Sequence[ConflictDraft]) ->
 def effective_status(facts: NoteFacts) -> str | None:
     """The status of an admitted note as of the clock (it passed step 2, so it is not superseded now)."""
     return "current" if facts.status == SUPERSEDED else facts.status
-
-
-def _path_of(candidates: Sequence[Candidate], passage_id: str) -> str:
-    return next((c.path for c in candidates if c.id == passage_id), passage_id)
 
 
 def _current_reason(candidate: Candidate) -> str:
@@ -489,9 +524,7 @@ def _order(
         return (order.index(admission.role), authority, position)
 
     ranked = [admission for _, admission in sorted(enumerate(kept), key=key)]
-    unresolved = {
-        pid for conflict in conflicts if conflict.kind == "unresolved" for pid in (s.passage_id for s in conflict.sides)
-    }
+    unresolved = {pid for conflict in conflicts if conflict.blocking for pid in (s.passage_id for s in conflict.sides)}
     reserved = [a for a in ranked if a.candidate.id in unresolved]
     counter = next((a for a in ranked if a.role == COUNTER), None)
     if counter is not None and counter not in reserved:

@@ -119,6 +119,8 @@ def item_facts(item: Evidence) -> str:
     trimmed = " · truncated to fit the budget" if item.truncated else ""
     duplicates = f" · also in {', '.join(item.duplicates)}" if item.duplicates else ""
     facts = f"{item.role} · authority {item.authority or 'unknown'} · status {item.status or 'unknown'}"
+    if item.scope:
+        facts += f" · scope {', '.join(item.scope)}"
     return f"{facts} · {item.reason}{duplicates}{trimmed}"
 
 

@@ -6,7 +6,17 @@ import inspect
 
 import retrieval_kernel
 
-PUBLIC = ["Evidence", "Packet", "RetrievalKernelError", "Workspace", "__version__", "load_ipython_extension"]
+PUBLIC = [
+    "Conflict",
+    "Evidence",
+    "JsonSystemOfRecord",
+    "Packet",
+    "RetrievalKernelError",
+    "Workspace",
+    "__version__",
+    "check_grounding",
+    "load_ipython_extension",
+]
 
 
 def test_all_is_pinned_and_sorted() -> None:
@@ -31,5 +41,8 @@ def test_public_names_are_what_they_claim() -> None:
     assert inspect.isclass(retrieval_kernel.Packet)
     assert inspect.isclass(retrieval_kernel.Evidence)
     assert callable(retrieval_kernel.load_ipython_extension)
+    assert callable(retrieval_kernel.check_grounding)
+    assert inspect.isclass(retrieval_kernel.JsonSystemOfRecord)
+    assert inspect.isclass(retrieval_kernel.Conflict)
     assert list(inspect.signature(retrieval_kernel.load_ipython_extension).parameters) == ["ipython"]
     assert retrieval_kernel.__version__ == "0.1.0"
