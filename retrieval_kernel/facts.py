@@ -65,10 +65,10 @@ _STATUS_WORDS: dict[str, str] = {
 _STATUS_HEADING = re.compile(r"^ {0,3}#{1,6}\s+status\b\s*:?\s*(?P<inline>.*?)\s*#*\s*$", re.IGNORECASE)
 _STATUS_LINE = re.compile(r"^\s*[*_]*status[*_]*\s*:[*_]*\s*(?P<value>\S.*)$", re.IGNORECASE)
 _DATE_LINE = re.compile(r"^\s*[*_]*date[*_]*\s*:[*_]*\s*(?P<value>\S.*)$", re.IGNORECASE)
-_ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
-_DAY_FIRST = re.compile(r"\b(\d{1,2})/(\d{1,2})/(\d{2}|\d{4})\b")
+_ISO_DATE = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")  # also the date part of a datetime
+_DAY_FIRST = re.compile(r"(?<!\d)(\d{1,2})/(\d{1,2})/(\d{4}|\d{2})(?!\d)")
 _LINK = re.compile(r"\[(?P<label>[^\]]*)\]\((?P<target>[^)\s]+)\)")
-_RECORD_NUMBER = re.compile(r"\b(?P<prefix>[A-Za-z]{1,5})?[- ]?(?P<number>\d{1,5})\b")
+_RECORD_NUMBER = re.compile(r"\b(?P<prefix>[A-Za-z]{1,5}-?)?(?P<number>\d{1,5})\b")  # ADR025, ADR-12, DR8, 0019
 _WORD = re.compile(r"[a-z]+")
 
 
@@ -188,6 +188,8 @@ def _date_field(metadata: Mapping[str, Any], name: str, warnings: list[str]) -> 
 def _authority(value: object, warnings: list[str]) -> str | None:
     text = _scalar_text(value)
     if text is None:
+        if value is not None:
+            warnings.append(f"authority must be one word such as authoritative, not {value!r}; treated as unknown")
         return None
     if text.lower() not in AUTHORITY_LEVELS:
         known = ", ".join(AUTHORITY_LEVELS)
@@ -213,6 +215,9 @@ def _status(
 ) -> tuple[str | None, str | None, str | None, tuple[str, ...]]:
     """``(status, as written, where it was read, links in the status text)``."""
     declared = _scalar_text(metadata.get("status"))
+    if declared is None and metadata.get("status") is not None:
+        warnings.append(f"status must be one word such as current, not {metadata['status']!r}; treated as unknown")
+        return None, None, "front matter", ()
     if declared is not None:
         status = normalize_status(declared)
         if status is None:
@@ -250,15 +255,17 @@ def _clean(text: str) -> str:
 
 
 def normalize_status(text: str) -> str | None:
-    """Map a written status onto :data:`STATUSES`; ``None`` when unknown or ambiguous."""
-    words = _WORD.findall(text.lower())
-    found = [_STATUS_WORDS[word] for word in words[:3] if word in _STATUS_WORDS]
-    if not found:
-        return None
+    """Map a written status onto :data:`STATUSES`; ``None`` when unknown or ambiguous.
+
+    Only the first words outside link labels count ("Superseded by [Open API spec](x.md)"
+    is superseded). Two different statuses (template text such as "Accepted or
+    Rejected") or a negation ("Not accepted") stay unknown.
+    """
+    words = _WORD.findall(_LINK.sub(" ", text).lower())[:3]
     if words[:1] == ["supersedes"]:  # "Supersedes ADR-3" describes a current decision
         return "current"
-    # "Accepted or Rejected" is template text left in: two different statuses, so unknown.
-    return found[0] if len(set(found)) == 1 else None
+    found = {_STATUS_WORDS[word] for word in words if word in _STATUS_WORDS}
+    return found.pop() if len(found) == 1 and words[:1] != ["not"] else None
 
 
 def _status_links(text: str) -> tuple[str, ...]:
@@ -268,7 +275,8 @@ def _status_links(text: str) -> tuple[str, ...]:
         return tuple(dict.fromkeys(targets))
     if _LINK.search(text):
         return ()  # only external links (e.g. to an issue tracker): no successor note
-    numbers = [f"{m['prefix'] or ''}{m['number']}" for m in _RECORD_NUMBER.finditer(text) if m["prefix"] or m["number"]]
+    undated = _DAY_FIRST.sub(" ", _ISO_DATE.sub(" ", text))  # "Superseded by ADR019 on 2022-06-14"
+    numbers = [f"{m['prefix'] or ''}{m['number']}" for m in _RECORD_NUMBER.finditer(undated)]
     return tuple(dict.fromkeys(numbers))
 
 
@@ -293,8 +301,8 @@ def parse_date(text: str) -> dt.date | None:
             return dt.date(int(iso[1]), int(iso[2]), int(iso[3]))
         day_first = _DAY_FIRST.search(text)
         if day_first:
-            year = int(day_first[3])
-            return dt.date(year + 2000 if year < 100 else year, int(day_first[2]), int(day_first[1]))
+            year = int(day_first[3]) + (2000 if len(day_first[3]) == 2 else 0)
+            return dt.date(year, int(day_first[2]), int(day_first[1]))
     except ValueError:
         return None
     return None

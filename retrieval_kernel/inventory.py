@@ -15,7 +15,8 @@ from .notes import Note, discover_notes, read_note
 
 
 def inventory(notes_dir: str | Path) -> dict[str, Any]:
-    """``{"notes": [...], "links": {...}}`` for every note under ``notes_dir``, sorted by path."""
+    """Every note under ``notes_dir`` as parsed (sorted by path), notes that failed to parse,
+    and supersession references that resolved to no note or to several."""
     root = Path(notes_dir)
     parsed: list[Note] = []
     problems: list[dict[str, Any]] = []

@@ -98,6 +98,7 @@ class _Resolver:
             key = _record_key(posixpath.basename(note.path))
             if key is not None:
                 self.by_number.setdefault(key, []).append(note.path)
+        self.prefixes = {prefix for prefix, _ in self.by_number}
         self.unresolved: list[tuple[str, str]] = []
         self.ambiguous: list[tuple[str, str, tuple[str, ...]]] = []
 
@@ -126,6 +127,8 @@ class _Resolver:
         if key is None:
             return ()
         matches = self.by_number.get(key, [])
+        if not matches and key[0] not in self.prefixes:  # "ADR-19" in an adr-tools folder of 0019-x.md files
+            matches = self.by_number.get(("", key[1]), [])
         folder = posixpath.dirname(source)
         near = [path for path in matches if posixpath.dirname(path) == folder]
         return tuple(near or matches)

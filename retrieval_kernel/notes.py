@@ -152,7 +152,7 @@ def parse_note(
     title = _title_of(rel_path, metadata, cuts)
     facts, dated, fact_warnings = read_facts(rel_path, metadata, lines, body_start)
     warnings += fact_warnings
-    observed_at = _observed_of(metadata, warnings) or dated
+    observed_at = _observed_of(rel_path, metadata, warnings) or dated
     sections = _sections(lines, body_start, cuts, title)
     passages = _passages(rel_path, module, lines, sections, max_passage_chars)
     return Note(
@@ -230,14 +230,14 @@ def _title_of(rel_path: str, metadata: Mapping[str, Any], cuts: list[_Cut]) -> s
     return next((cut.text for cut in cuts if cut.level == 1 and cut.text), PurePosixPath(rel_path).stem)
 
 
-def _observed_of(metadata: Mapping[str, Any], warnings: list[str]) -> str | None:
+def _observed_of(rel_path: str, metadata: Mapping[str, Any], warnings: list[str]) -> str | None:
     value = metadata.get("observed")
     if value is None:
         return None
     try:
         return parse_when(str(value)).isoformat()
     except ValueError:
-        warnings.append(f"observed {value!r} is not an ISO date; source time is unknown")
+        warnings.append(f"{rel_path}: observed {value!r} is not an ISO date; it is ignored")
         return None
 
 

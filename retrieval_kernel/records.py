@@ -29,6 +29,7 @@ from .notes import Note, Passage
 
 SCHEMA_VERSION = 2
 DATABASE_NAME = "records.sqlite3"
+MAX_TRACES = 1_000  # the newest traces kept; older ones are pruned on write
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -289,10 +290,11 @@ class RecordStore:
     # ------------------------------------------------------------ traces
 
     def save_trace(self, trace_id: str, body: dict[str, Any], at: str) -> None:
-        """Keep how a packet was built; a failure to write it never fails the query."""
+        """Keep how a packet was built (the newest MAX_TRACES); a failed write never fails the query."""
         try:
             with self.transaction() as db:
                 db.execute("INSERT OR REPLACE INTO traces VALUES (?, ?, ?)", (trace_id, at, json.dumps(body)))
+                db.execute("DELETE FROM traces WHERE rowid <= (SELECT MAX(rowid) FROM traces) - ?", (MAX_TRACES,))
         except StoreError:
             pass  # a read-only store still answers; the trace is simply not kept
 
