@@ -83,12 +83,19 @@ def _notes(args: argparse.Namespace) -> int:
 
 
 def _trace(args: argparse.Namespace) -> int:
+    from .config import default_store_dir
+    from .records import DATABASE_NAME, RecordStore
     from .trace import trace_text
 
-    with Workspace(args.notes, args.store, lanes=("lexical",)) as workspace:
-        trace = workspace.trace(args.trace_id)
+    if args.store is None and not args.notes.is_dir():
+        raise InputError(f"notes directory {args.notes} does not exist")
+    store = args.store or default_store_dir(args.notes)
+    if not (store / DATABASE_NAME).is_file():  # a read command never creates a store
+        raise InputError(f"no store at {store}: index {args.notes} and query it first")
+    with RecordStore(store) as records:
+        trace = records.trace(args.trace_id)
     if trace is None:
-        raise InputError(f"no trace {args.trace_id!r} in the store {workspace.store_dir}")
+        raise InputError(f"no trace {args.trace_id!r} in the store {store}")
     print(json.dumps(trace, indent=2, ensure_ascii=False) if args.json else trace_text(trace))
     return EXIT_OK
 

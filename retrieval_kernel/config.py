@@ -16,7 +16,9 @@ from typing import Any
 from .errors import InputError
 
 STORE_FOLDER = ".retrieval_kernel"
-SETTING_KEYS = frozenset({"notes_dir", "store_dir", "as_of", "max_bytes", "max_chars", "top", "refresh"})
+SETTING_KEYS = frozenset(
+    {"notes_dir", "store_dir", "as_of", "max_bytes", "max_chars", "top", "refresh", "scope", "intent"}
+)
 PATH_KEYS = frozenset({"notes_dir", "store_dir"})
 
 

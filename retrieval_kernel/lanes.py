@@ -34,12 +34,17 @@ class LaneRun:
 
 
 def _visible(
-    hits: list[tuple[str, float]], hidden: Collection[str], limit: int
+    hits: list[tuple[str, float]], hidden: Collection[str], limit: int, min_score: float
 ) -> tuple[list[tuple[str, float]], frozenset[str]]:
-    """Drop out-of-scope hits before anything is counted, thresholded or ranked."""
+    """Drop out-of-scope hits before anything is counted, thresholded or ranked.
+
+    Only hidden hits that would have passed the lane's threshold are counted as dropped, so
+    the count says how many out-of-scope passages matched, not how many exist.
+    """
     if not hidden:
         return hits[:limit], frozenset()
-    return [hit for hit in hits if hit[0] not in hidden][:limit], frozenset(pid for pid, _ in hits if pid in hidden)
+    dropped = frozenset(pid for pid, score in hits if pid in hidden and score >= min_score)
+    return [hit for hit in hits if hit[0] not in hidden][:limit], dropped
 
 
 def unavailable(name: str, basis: str, reason: str) -> LaneRun:
@@ -103,7 +108,7 @@ def run_dense(
     limit: int | None = None,
 ) -> LaneRun:
     """The dense lane's report for ``hits`` (best first), keeping those at or above ``min_cosine``."""
-    hits, dropped = _visible(hits, hidden, len(hits) if limit is None else limit)
+    hits, dropped = _visible(hits, hidden, len(hits) if limit is None else limit, min_cosine)
     kept = [(pid, score) for pid, score in hits if score >= min_cosine]
     reason = None
     if hits and not kept:

@@ -176,13 +176,11 @@ class LexicalProjection:
     def document_count(self) -> int:
         return int(self._get_searcher().doc_count()) if whoosh_index.exists_in(self.folder) else 0
 
-    def passage_fraction(self, term: str) -> float:
-        """Share of indexed passages whose body holds ``term`` (an analyzed token)."""
+    def passages_with(self, term: str) -> int:
+        """How many indexed passages hold ``term`` (an analyzed token) in their body."""
         if not whoosh_index.exists_in(self.folder):
-            return 0.0
-        searcher = self._get_searcher()
-        total = searcher.doc_count()
-        return searcher.doc_frequency("body", term) / total if total else 0.0
+            return 0
+        return int(self._get_searcher().doc_frequency("body", term))
 
     def _open(self) -> Any:
         if self._index is None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -42,7 +43,7 @@ class JsonSystemOfRecord:
 
     def __init__(self, path: str | Path, name: str | None = None) -> None:
         self.path = Path(path)
-        self.name = name or self.path.stem
+        self.name = name or _declared_name(self.path) or self.path.stem
 
     def _values(self) -> tuple[dict[str, Any], str | None]:
         try:
@@ -59,12 +60,30 @@ class JsonSystemOfRecord:
         known = sorted(key for key in asserts if key in values)
         if not known:
             return None
-        wrong = [key for key in known if str(values[key]).strip().lower() != str(asserts[key]).strip().lower()]
+        wrong = [key for key in known if not same_value(values[key], asserts[key])]
         when = f" (checked {checked_at})" if checked_at else ""
         if wrong:
             found = "; ".join(f"{key}: note says {asserts[key]!r}, {self.name} says {values[key]!r}" for key in wrong)
             return LiveResult(self.name, False, f"contradicted by {self.name}{when}: {found}")
         return LiveResult(self.name, True, f"verified live against {self.name}{when}: {', '.join(known)}")
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Numbers compare by value (``14`` equals ``14.0``); anything else as trimmed, case-folded text."""
+    try:
+        return Decimal(str(a).strip()) == Decimal(str(b).strip())
+    except InvalidOperation:
+        return str(a).strip().casefold() == str(b).strip().casefold()
+
+
+def _declared_name(path: Path) -> str | None:
+    """The ``name`` the system-of-record file gives itself, if it can be read now."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    name = data.get("name") if isinstance(data, dict) else None
+    return str(name) if isinstance(name, str) and name.strip() else None
 
 
 def run_checks(checks: tuple[LiveCheck, ...], asserts: Mapping[str, Any]) -> list[LiveResult]:

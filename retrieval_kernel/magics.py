@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -218,11 +219,13 @@ class ContextMagics(Magics, Configurable):
         """
         from .grounding import check_grounding, parse_claims
 
-        argv, _ = split_options(line)
-        packet = self.last_packet
-        if argv[:1] == ["--packet"] and len(argv) == 2 and self.shell is not None:
+        argv, rest = split_options(line)
+        packet: Any = self.last_packet
+        if argv[:1] == ["--packet"] and len(argv) == 2 and not rest and self.shell is not None:
             packet = self.shell.user_ns.get(argv[1])
-        if not isinstance(packet, Packet):
+        elif argv or rest:
+            raise UsageError(f"%%context_check: unknown options {line.strip()!r}; the only option is --packet NAME")
+        if not isinstance(packet, Packet) and not (isinstance(packet, Mapping) and "evidence" in packet):
             raise UsageError("%%context_check: no packet to check against; run %context first or pass --packet NAME")
         try:
             return check_grounding(packet, parse_claims(cell))

@@ -248,7 +248,7 @@ class _Standing:
         if facts.valid_to and self.as_of > facts.valid_to:
             return EXPIRED, f"valid to {facts.valid_to}, before the clock {self.as_of}"
         if facts.status in (DRAFT, DEPRECATED, REJECTED):
-            return facts.status, f"status {facts.status_text or facts.status}"
+            return facts.status, f"status {facts.status}"
         return None, ""
 
     def _decide(self, path: str) -> tuple[str | None, str]:
@@ -262,6 +262,23 @@ class _Standing:
         if self.facts_of.get(path, NoteFacts()).status == SUPERSEDED and not named:
             return SUPERSEDED, "status superseded; no successor note is visible"
         return None, ""
+
+    def heirs(self, path: str) -> list[str]:
+        """The admissible notes at the end of ``path``'s supersession chains (A → B → C gives C)."""
+        found: list[str] = []
+        seen = {path}
+        queue = [edge.new for edge in self.successors(path)]
+        while queue:
+            successor = queue.pop(0)
+            if successor in seen:
+                continue
+            seen.add(successor)
+            code, _ = self.of(successor)
+            if code is None:
+                found.append(successor)
+            elif code == SUPERSEDED:
+                queue += [edge.new for edge in self.successors(successor)]
+        return found
 
     def successors(self, path: str, effective_only: bool = True) -> list[Edge]:
         """Visible notes that supersede ``path``; effective ones are themselves valid now."""
@@ -282,12 +299,12 @@ def _with_successors(
     out: list[Candidate] = []
     for candidate in candidates:
         out.append(candidate)
-        for edge in standing.successors(candidate.path):
-            if edge.new in present:
+        for heir in standing.heirs(candidate.path):
+            if heir in present:
                 continue
-            lead = lead_passage(edge.new)
+            lead = lead_passage(heir)
             if lead is not None:
-                present.add(edge.new)
+                present.add(heir)
                 out.append(Candidate(lead, 0.0, (), (), pulled_in_for=candidate.id))
     return out
 
@@ -365,15 +382,18 @@ def _by_authority(proposition: str, sides: Sequence[Candidate]) -> ConflictDraft
 def _draft(
     proposition: str, sides: Sequence[Candidate], kind: str, winners: Sequence[Candidate], losers: Sequence[Candidate]
 ) -> ConflictDraft:
+    def status(side: Candidate) -> str | None:  # as of the clock, like the evidence item's status
+        return SUPERSEDED if kind == "superseded" and side in losers else effective_status(side.facts)
+
     return ConflictDraft(
         proposition=proposition,
         sides=tuple(
             Side(
                 c.id,
                 c.path,
-                c.facts.asserts.get(proposition) if proposition != SUPERSESSION else c.facts.status,
+                c.facts.asserts.get(proposition) if proposition != SUPERSESSION else status(c),
                 c.facts.authority,
-                c.facts.status,
+                status(c),
             )
             for c in sides
         ),
@@ -527,9 +547,9 @@ def _order(
     unresolved = {pid for conflict in conflicts if conflict.blocking for pid in (s.passage_id for s in conflict.sides)}
     reserved = [a for a in ranked if a.candidate.id in unresolved]
     counter = next((a for a in ranked if a.role == COUNTER), None)
-    if counter is not None and counter not in reserved:
+    if counter is not None and counter not in reserved and top > 1:  # a single slot goes to the best evidence
         reserved.append(counter)
-    reserved = reserved[:top]
+    # Both sides of a blocking conflict are always shown (even past top); the counter slot counts toward top.
     chosen = set(id(a) for a in reserved)
     for admission in ranked:
         if len(chosen) >= top:

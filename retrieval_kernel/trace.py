@@ -99,12 +99,13 @@ def _lane(run: LaneRun, candidate_pool: int, dense_min_cosine: float) -> dict[st
 
 
 def _eligibility(selection: Selection) -> list[dict[str, Any]]:
-    decisions = [
+    decisions = [  # no reason text: it quotes the query's matched words, and the trace keeps only a digest
         {
             "id": a.candidate.id,
             "decision": "admitted",
             "role": a.role,
-            "reason": a.reason,
+            "lanes": [[hit.lane, hit.rank] for hit in a.candidate.retrieved_by],
+            "successor_of": a.candidate.pulled_in_for,
             "duplicates": list(a.duplicates),
         }
         for a in selection.admitted
@@ -126,16 +127,28 @@ def trace_text(trace: dict[str, Any]) -> str:
     ]
     for lane in trace["lanes"]:
         top = ", ".join(f"{pid} #{rank} ({score})" for pid, rank, score in lane["candidates"][:5])
+        config = ", ".join(f"{key} {value}" for key, value in lane["config"].items())
         lines.append(
             f"  {lane['name']}: {lane['status']} v{lane['index_version']} hw {lane['high_water']} lag {lane['lag']}; "
             f"{len(lane['candidates'])} candidates{'; ' + top if top else ''}"
         )
+        lines.append(f"    config: {config}")
+    fused = ", ".join(f"{pid} ({score})" for pid, score in trace["fused"][:10])
+    lines.append(f"fused ({len(trace['fused'])}): {fused or '(none)'}")
     lines.append("eligibility:")
     for decision in trace["eligibility"]:
         if decision["decision"] == "admitted":
-            lines.append(f"  + {decision['id']} [{decision['role']}] {decision['reason']}")
+            found = ", ".join(f"{lane} #{rank}" for lane, rank in decision["lanes"])
+            how = found or f"successor of {decision['successor_of']}"
+            lines.append(f"  + {decision['id']} [{decision['role']}] {how}")
         else:
             lines.append(f"  - {decision['id']} [{decision['code']}] {decision['detail']}")
+    lines.append("freshness:")
+    for check in trace["freshness"]:
+        lines.append(
+            f"  {check['id']}: observed {check['observed_at'] or 'unknown'}, age {check['age_days']} d, "
+            f"fresh for {check['fresh_for_days']} d: {check['freshness']}; live verified {check['live_verified']}"
+        )
     for conflict in trace["conflicts"]:
         lines.append(
             f"conflict {conflict['id']} on {conflict['proposition']}: {conflict['resolution']} "

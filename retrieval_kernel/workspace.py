@@ -9,7 +9,7 @@ import datetime as dt
 import hashlib
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -86,6 +86,7 @@ GENERIC_WORDS = frozenset(
         "documentation",
     ]
 )
+LEAD_PASSAGE_MIN_WORDS = 25  # a successor pulled in for a superseded note is shown by its first such passage
 GENERIC_PASSAGE_FRACTION = 0.5
 GENERIC_MIN_PASSAGES = 8
 
@@ -232,7 +233,7 @@ class Workspace:
         runs = self.run_lanes(query, chosen, stale=outcome.state == STALE, hidden=view.hidden)
         reports = tuple(run.report for run in runs.values())
         scope_filtered = len(frozenset().union(*(run.hidden for run in runs.values())))
-        abstention = self._abstention(query, runs, scope_filtered)
+        abstention = self._abstention(query, runs, view, scope_filtered)
         shell = Packet(
             query=query,
             as_of=request.as_of.isoformat(),
@@ -243,7 +244,7 @@ class Workspace:
             abstained=True,
             abstention_reason=abstention,
             exclusions={policy.SCOPE: scope_filtered},
-            warnings=_warnings(outcome),
+            warnings=_warnings(outcome, view),
             trace_id=_trace_id(query, request, budget, top, reports),
             scopes=tuple(sorted(request.scopes)),
             intent=request.intent,
@@ -255,6 +256,7 @@ class Workspace:
             ranked = rerank(query, ranked, self.reranker)
         selection = policy.select(ranked, request, view.links, view.facts, self._lead_passage(view), top)
         packet = assemble(shell, selection, request.as_of, self.live_checks)
+        packet = replace(packet, trace_id=_outcome_id(packet))  # same length: budget.used is unchanged
         self._keep_trace(packet, request, runs, ranked, selection)
         return packet
 
@@ -312,7 +314,10 @@ class Workspace:
             if path not in view.facts:
                 return None
             passages = self.records.passages_of(path)
-            return self.records.passages([passages[0].id]).get(passages[0].id) if passages else None
+            # The first passage with substance (an ADR's first section is often only its title and date).
+            chosen = next((p for p in passages if len(p.text.split()) >= LEAD_PASSAGE_MIN_WORDS), None)
+            chosen = chosen or (passages[0] if passages else None)
+            return self.records.passages([chosen.id]).get(chosen.id) if chosen else None
 
         return lead
 
@@ -331,13 +336,13 @@ class Workspace:
         """How the packet with ``trace_id`` was built, if this store kept it."""
         return self.records.trace(trace_id)
 
-    def _abstention(self, query: str, runs: dict[str, LaneRun], scope_filtered: int) -> str | None:
+    def _abstention(self, query: str, runs: dict[str, LaneRun], view: _ScopeView, scope_filtered: int) -> str | None:
         if self.records.passage_count() == 0:
             return ABSTAIN_EMPTY_STORE
         if all(run.report.status == "unavailable" for run in runs.values()):
             return ABSTAIN_UNAVAILABLE
         named = "identity" in runs and bool(runs["identity"].ranking)
-        if not named and self._underspecified(query):
+        if not named and self._underspecified(query, view):
             return ABSTAIN_UNDERSPECIFIED
         if any(run.ranking for run in runs.values()):
             return None
@@ -347,7 +352,7 @@ class Workspace:
             return ABSTAIN_BELOW_THRESHOLD
         return ABSTAIN_NO_MATCH
 
-    def _underspecified(self, query: str) -> bool:
+    def _underspecified(self, query: str, view: _ScopeView) -> bool:
         """Only stopwords, or one generic word (by the fixed list, or found in most passages)."""
         terms = set(analyze(query))
         if len(terms) != 1:
@@ -355,8 +360,11 @@ class Workspace:
         words = [word.lower().strip("?!.,;:'\"") for word in query.split()]
         if any(word in GENERIC_WORDS for word in words if analyze(word)):
             return True
-        enough = self.records.passage_count() >= GENERIC_MIN_PASSAGES
-        return enough and self.lexical.passage_fraction(terms.pop()) >= GENERIC_PASSAGE_FRACTION
+        term = terms.pop()
+        visible = self.records.passage_count() - len(view.hidden)  # hidden passages never count
+        hidden_with = sum(term in analyze(sp.passage.text) for sp in self.records.passages(view.hidden).values())
+        with_term = self.lexical.passages_with(term) - hidden_with
+        return visible >= GENERIC_MIN_PASSAGES and with_term >= GENERIC_PASSAGE_FRACTION * visible
 
     def rank(self, runs: dict[str, LaneRun]) -> list[Candidate]:
         """Identity hits first (in identity order), then the rest by reciprocal rank fusion."""
@@ -380,6 +388,11 @@ class _ScopeView:
     facts: dict[str, NoteFacts]
     hidden: frozenset[str]
     links: LinkGraph
+    hidden_paths: frozenset[str] = frozenset()
+
+    @property
+    def all_paths(self) -> frozenset[str]:
+        return frozenset(self.facts) | self.hidden_paths
 
     @classmethod
     def build(cls, records: RecordStore, scopes: frozenset[str]) -> _ScopeView:
@@ -387,7 +400,8 @@ class _ScopeView:
         shown = {path: doc for path, doc in documents.items() if policy.visible(doc.facts, scopes)}
         hidden = frozenset(p.id for path in documents if path not in shown for p in records.passages_of(path))
         links = build_links(NoteRef(doc.path, doc.module, doc.facts) for doc in shown.values())
-        return cls({path: doc.facts for path, doc in shown.items()}, hidden, links)
+        hidden_paths = frozenset(documents) - frozenset(shown)
+        return cls({path: doc.facts for path, doc in shown.items()}, hidden, links, hidden_paths)
 
 
 def checked_scopes(scopes: Sequence[str] | str | None) -> frozenset[str]:
@@ -437,17 +451,36 @@ def _checked_query(text: str) -> str:
     return query
 
 
-def _warnings(outcome: RefreshOutcome) -> tuple[str, ...]:
-    warnings: list[str] = []
-    if outcome.error:
-        warnings.append(outcome.error)
-    if outcome.report:
-        warnings += [
-            f"{p.message} ({'last good revision kept' if p.kept_last_good else 'not indexed'})"
-            for p in outcome.report.problems
-        ]
-        warnings += outcome.report.warnings
+def _warnings(outcome: RefreshOutcome, view: _ScopeView) -> tuple[str, ...]:
+    """The refresh's warnings this caller may see.
+
+    When some notes are outside the caller's scopes, a warning is shown only if it names
+    a note the caller can see and none it cannot; the rest are counted, never quoted.
+    """
+    warnings = [outcome.error] if outcome.error else []
+    if outcome.report is None:
+        return tuple(warnings)
+    problems = [
+        (f"{p.message} ({'last good revision kept' if p.kept_last_good else 'not indexed'})", (p.path,))
+        for p in outcome.report.problems
+    ]
+    notes = [(text, tuple(path for path in view.all_paths if path in text)) for text in outcome.report.warnings]
+    withheld = 0
+    for text, paths in [*problems, *notes]:
+        if not view.hidden_paths or (paths and all(path in view.facts for path in paths)):
+            warnings.append(text)
+        else:
+            withheld += 1
+    if withheld:
+        warnings.append(f"{withheld} indexing warning(s) about notes outside your scopes are not shown")
     return tuple(warnings)
+
+
+def _outcome_id(packet: Packet) -> str:
+    """The trace id, extended with what was decided (so a changed live verdict gets its own trace)."""
+    decided = [[item.id, item.role, item.live_verified, item.line_end] for item in packet.evidence]
+    material = [packet.trace_id, decided, packet.abstention_reason, [c.resolution for c in packet.conflicts]]
+    return hashlib.sha256(json.dumps(material).encode()).hexdigest()[:16]
 
 
 def _trace_id(query: str, request: Request, budget: Budget, top: int, lanes: tuple[LaneReport, ...]) -> str:
