@@ -21,6 +21,9 @@ demo: setup
 	$(BIN)/retrieval-kernel eval fixtures/workshop --output $(DEMO_STORE)-receipt.json
 	$(BIN)/ipython --no-banner --colors=NoColor --ext=retrieval_kernel \
 		-c '%context --notes fixtures/workshop/notes --store $(DEMO_STORE) --as-of 2026-10-15 --max-bytes 4000 $(DEMO_QUESTION)'
+	$(BIN)/retrieval-kernel eval fixtures/policy --output $(DEMO_STORE)-policy-receipt.json
+	$(BIN)/retrieval-kernel query "Can I refund order 4471?" --notes fixtures/policy/notes \
+		--store $(DEMO_STORE)-policy --as-of 2026-11-30 --intent verify --format text
 
 lint: setup
 	$(BIN)/ruff check retrieval_kernel tests scripts

@@ -27,6 +27,7 @@ from .packet import (
     Excluded,
     Packet,
     evidence_dict,
+    excluded_dict,
     serialize,
 )
 from .policy import BUDGET, HISTORICAL, SCOPE, Admission, ConflictDraft, Selection
@@ -43,12 +44,8 @@ def assemble(shell: Packet, selection: Selection, as_of: dt.date, live_checks: S
     """
     items = [*selection.admitted, *selection.history]
     counts = {SCOPE: 0, BUDGET: 0, **shell.exclusions, **selection.counts}
-    shell = replace(
-        shell,
-        exclusions=dict(sorted(counts.items())),
-        excluded=tuple(_excluded(selection)[:MAX_LISTED_EXCLUSIONS]),
-        conflicts=_conflicts(selection.conflicts, {}),
-    )
+    shell = replace(shell, exclusions=dict(sorted(counts.items())), conflicts=_conflicts(selection.conflicts, {}))
+    listed = _excluded(selection)[:MAX_LISTED_EXCLUSIONS]
     reason = _empty_reason(shell, selection)
     empty = _packet(shell, [], len(items), reason, selection)
     if empty.budget.used > shell.budget.limit:
@@ -67,9 +64,30 @@ def assemble(shell: Packet, selection: Selection, as_of: dt.date, live_checks: S
     while admitted:  # conflicts now cite refs; in the rare case that grew the packet, give back the last item
         packet = _packet(shell, admitted, len(items) - len(admitted), reason, selection)
         if packet.budget.used <= shell.budget.limit:
-            return packet
+            return _name_exclusions(packet, listed)
         admitted.pop()
-    return empty
+    return _name_exclusions(empty, listed)
+
+
+def _name_exclusions(packet: Packet, listed: Sequence[Excluded]) -> Packet:
+    """Name excluded items after the evidence, as many as the budget still allows.
+
+    Naming them never displaces evidence; ``exclusions`` keeps the complete counts.
+    """
+    room = packet.budget.limit - packet.budget.used
+    chosen: list[Excluded] = []
+    for item in listed:
+        cost = packet.budget.measure(serialize(excluded_dict(item))) + 1  # and a comma
+        if cost > room:
+            break
+        chosen.append(item)
+        room -= cost
+    while chosen:  # budget.used's own digits may grow; give back the last name if they do
+        named = replace(packet, excluded=tuple(chosen)).with_measured_budget()
+        if named.budget.used <= packet.budget.limit:
+            return named
+        chosen.pop()
+    return packet
 
 
 def _empty_reason(shell: Packet, selection: Selection) -> str | None:

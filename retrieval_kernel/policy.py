@@ -18,8 +18,9 @@ Steps, in order; a later step never overrides an earlier one:
    side topic is reported, with the same required behaviour for its proposition.
 5. **Relevance**: the fused order, inside each role.
 6. **Dedup, intent and top**: near-duplicates collapse to the most authoritative,
-   current copy (disagreements never collapse); the intent orders roles; both
-   sides of a blocking conflict and the best counter-evidence keep a slot.
+   current copy (disagreements never collapse); the intent orders roles; then
+   ``top`` items by priority: both sides of a blocking conflict (always), the best
+   item, each resolved conflict's governing passage, one counter-evidence slot.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ DEFAULT_INTENT = "orient"
 ALL_SCOPES = "*"
 NEAR_DUPLICATE_JACCARD = 0.8  # word-trigram overlap at which two passages say the same thing
 SUPERSESSION = "supersession"  # the proposition of a conflict made by a link, not by asserts
+CONFLICT_WINDOW = 8  # conflicts are sought on the propositions of this many leading eligible candidates (or top)
 LEADING_NOTES = 3  # an unresolved conflict touching one of these most relevant notes blocks the answer
 
 # Roles of admitted evidence, and the order each intent shows them in.
@@ -191,10 +193,10 @@ def select(
     standing = _Standing(request.as_of, links, facts_of)
     eligible: list[Candidate] = []
     excluded: list[Exclusion] = []
-    in_play: set[str] = set()  # notes ranked no lower than the top-th eligible candidate
+    in_play: set[str] = set()  # notes ranked no lower than the CONFLICT_WINDOW-th (or top-th) eligible candidate
     for candidate in _with_successors(candidates, standing, lead_passage):
         code, detail = standing.of(candidate.path)
-        if len(eligible) < top:
+        if len(eligible) < max(top, CONFLICT_WINDOW):
             in_play.add(candidate.path)
         if code is None:
             eligible.append(candidate)
@@ -315,25 +317,33 @@ def _with_successors(
 def _conflicts(
     in_play: set[str], eligible: Sequence[Candidate], excluded: Sequence[Exclusion], standing: _Standing
 ) -> list[ConflictDraft]:
-    """Conflicts on the propositions of the notes in play, with partners from the whole pool."""
+    """Conflicts on the propositions of the notes in play, with partners from the whole pool.
+
+    A note asserts once, whichever section is cited; its side is shown by its best-ranked
+    passage that states the value (else its best-ranked passage).
+    """
     superseded = [e.candidate for e in excluded if e.code == SUPERSEDED]
-    pool = _first_per_note([*eligible, *superseded])
+    old_paths = {c.path for c in superseded}
+    by_note = _by_note([*eligible, *superseded])
+    pool = [passages[0] for passages in by_note.values()]
     propositions = sorted({p for c in pool if c.path in in_play for p in c.facts.asserts})
     conflicts: list[ConflictDraft] = []
     linked: set[tuple[str, str]] = set()
     for proposition in propositions:
-        sides = [c for c in pool if proposition in c.facts.asserts]
+        sides = [
+            _stating(by_note[c.path], c.facts.asserts[proposition]) for c in pool if proposition in c.facts.asserts
+        ]
         if len({_value_key(c.facts.asserts[proposition]) for c in sides}) < 2:
             continue
-        for old in (c for c in sides if c in superseded):
+        for old in (c for c in sides if c.path in old_paths):
             for new in (c for c in sides if c.path in {e.new for e in standing.successors(old.path)}):
                 if _value_key(old.facts.asserts[proposition]) != _value_key(new.facts.asserts[proposition]):
                     conflicts.append(_draft(proposition, [old, new], "superseded", [new], [old]))
                     linked.add((old.path, new.path))
-        for group in _same_decision_scope([c for c in sides if c not in superseded]):
+        for group in _same_decision_scope([c for c in sides if c.path not in old_paths]):
             if len({_value_key(c.facts.asserts[proposition]) for c in group}) >= 2:
                 conflicts.append(_by_authority(proposition, group))
-    for old in (c for c in pool if c in superseded):
+    for old in (c for c in pool if c.path in old_paths):
         for edge in standing.successors(old.path):
             successor = next((c for c in pool if c.path == edge.new), None)
             if successor is None or (old.path, successor.path) in linked:
@@ -341,6 +351,20 @@ def _conflicts(
             if {old.path, successor.path} & in_play:
                 conflicts.append(_draft(SUPERSESSION, [old, successor], "superseded", [successor], [old]))
     return conflicts
+
+
+def _by_note(candidates: Sequence[Candidate]) -> dict[str, list[Candidate]]:
+    """Each note's candidate passages, best-ranked first, notes in order of their best passage."""
+    grouped: dict[str, list[Candidate]] = {}
+    for candidate in candidates:
+        grouped.setdefault(candidate.path, []).append(candidate)
+    return grouped
+
+
+def _stating(passages: Sequence[Candidate], value: Any) -> Candidate:
+    """The first passage whose text holds ``value`` as a whole word or number, else the first."""
+    pattern = re.compile(rf"(?<![\w.]){re.escape(str(value).strip())}(?![\w])", re.IGNORECASE)
+    return next((c for c in passages if pattern.search(c.stored.passage.text)), passages[0])
 
 
 def _same_decision_scope(sides: Sequence[Candidate]) -> list[list[Candidate]]:
@@ -535,7 +559,11 @@ def _order(
     conflicts: Sequence[ConflictDraft],
     top: int,
 ) -> list[Admission]:
-    """Order by the intent's roles, then relevance; keep conflict sides and one counter slot."""
+    """Order by the intent's roles, then relevance, and take ``top`` items by priority.
+
+    Priority: both sides of a blocking conflict (always, even past ``top``), the best item,
+    the governing note of each resolved conflict, one counter-evidence slot, then the rest.
+    """
     order = ROLE_ORDER[intent]
 
     def key(item: tuple[int, Admission]) -> tuple[int, int, int]:
@@ -544,15 +572,28 @@ def _order(
         return (order.index(admission.role), authority, position)
 
     ranked = [admission for _, admission in sorted(enumerate(kept), key=key)]
-    unresolved = {pid for conflict in conflicts if conflict.blocking for pid in (s.passage_id for s in conflict.sides)}
-    reserved = [a for a in ranked if a.candidate.id in unresolved]
-    counter = next((a for a in ranked if a.role == COUNTER), None)
-    if counter is not None and counter not in reserved and top > 1:  # a single slot goes to the best evidence
-        reserved.append(counter)
-    # Both sides of a blocking conflict are always shown (even past top); the counter slot counts toward top.
-    chosen = set(id(a) for a in reserved)
+    blocking = {side.path for conflict in conflicts if conflict.blocking for side in conflict.sides}
+    winners = {pid for c in conflicts if c.kind != "unresolved" for pid in c.winners}
+    always = [a for a in ranked if a.candidate.path in blocking]  # both sides of a blocking conflict, even past top
+    # Each resolved conflict's governing passage: the winner's passage stating the value, else its note's best.
+    stated = [a for a in ranked if a.candidate.id in winners]
+    notes = {side.path for c in conflicts for side in c.sides if side.passage_id in winners}
+    notes -= {a.candidate.path for a in stated}
+    governing = stated + [a for a in _first_admission_per_note(ranked) if a.candidate.path in notes]
+    counter = [a for a in ranked if a.role == COUNTER][:1] if top > 1 else []  # a single slot goes to the best
+    priority = [*always, *ranked[:1], *governing, *counter, *ranked]
+    chosen: list[Admission] = []
+    for admission in priority:
+        if admission not in chosen and (len(chosen) < top or admission in always):
+            chosen.append(admission)
+    return [admission for admission in ranked if admission in chosen]
+
+
+def _first_admission_per_note(ranked: Sequence[Admission]) -> list[Admission]:
+    seen: set[str] = set()
+    first = []
     for admission in ranked:
-        if len(chosen) >= top:
-            break
-        chosen.add(id(admission))
-    return [admission for admission in ranked if id(admission) in chosen]
+        if admission.candidate.path not in seen:
+            seen.add(admission.candidate.path)
+            first.append(admission)
+    return first

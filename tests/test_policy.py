@@ -689,3 +689,45 @@ def test_adr_status_line_supersession(build: Build) -> None:
     assert conflict.resolution.endswith(f", by={successor.ref})")
     assert conflict.required_behavior == "use_winner"
     assert {s.id for s in conflict.evidence} - {successor.id} <= old_ids
+
+
+def test_naming_exclusions_never_displaces_evidence(build: Build) -> None:
+    """Excluded items are named only with the budget the evidence left; the counts stay complete."""
+    files = {
+        f"r{i:02}.md": md(f"Gearbox proposal {i}", f"Gearbox oil proposal number {i}, rejected.", status="rejected")
+        for i in range(20)
+    }
+    files["current.md"] = md("Gearbox oil", "Change the gearbox oil every 500 hours. " * 20)
+    ws = build(files)
+    wide = ws.query("gearbox oil proposal", as_of=AS_OF, max_chars=20_000)
+    assert [e.id for e in wide.evidence] == [lead(ws, "current.md")]
+    assert len(wide.excluded) == 20 and wide.exclusions["rejected"] == 20
+    tight_limit = wide.budget.used - 1_000  # enough for the evidence, not for every name
+    tight = ws.query("gearbox oil proposal", as_of=AS_OF, max_chars=tight_limit)
+    assert [e.id for e in tight.evidence] == [lead(ws, "current.md")]
+    assert not tight.evidence[0].truncated
+    assert 0 < len(tight.excluded) < 20 and tight.exclusions["rejected"] == 20
+    assert [e.id for e in tight.excluded] == [e.id for e in wide.excluded][: len(tight.excluded)]
+    assert tight.size() == tight.budget.used <= tight_limit
+
+
+def test_the_governing_passage_of_a_resolved_conflict_keeps_a_slot(build: Build) -> None:
+    """With top=2: the best item, then the winner's passage that states the value, before counter-evidence."""
+    ws = build(
+        {
+            "order.md": md("Order 9 gearbox refund", "Order 9 gearbox refund requested; bought 20 days ago."),
+            "forum.md": md(
+                "Forum", "Gearbox refund: we allow 60 days.", authority="informal", asserts={"refund_days": 60}
+            ),
+            "policy.md": "---\nauthority: authoritative\nasserts: {refund_days: 14}\n---\n# Policy\n\n"
+            "## Scope\n\nThis policy covers every gearbox order refund and return.\n\n"
+            "## Window\n\nA refund is possible up to 14 days after purchase.\n",
+            "incident.md": md("Gearbox refund incident", "A gearbox refund job paid twice.", kind="failure"),
+        }
+    )
+    packet = ws.query("gearbox order refund", as_of=AS_OF, top=2, intent="verify")
+    ids = [e.id for e in packet.evidence]
+    assert len(ids) == 2 and "policy#window" in ids  # the passage stating 14, not just the best-ranked one
+    assert "incident#gearbox-refund-incident" not in ids
+    (conflict,) = packet.conflicts
+    assert conflict.resolution.startswith(f"authority({item(packet, 'policy#window').ref} over ")
