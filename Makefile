@@ -12,6 +12,8 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	mkdir -p $(VENV)/share/jupyter/lab/settings
+	cp extension/lab/overrides.json $(VENV)/share/jupyter/lab/settings/overrides.json
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -41,8 +43,6 @@ scifact: setup
 	$(BIN)/retrieval-kernel beir ../shared/datasets/scifact --split test --output .retrieval_kernel/scifact-run.json
 
 lab: setup
-	mkdir -p $(VENV)/share/jupyter/lab/settings
-	cp extension/lab/overrides.json $(VENV)/share/jupyter/lab/settings/overrides.json
 	IPYTHONDIR=$(CURDIR)/extension/ipython $(BIN)/jupyter lab --notebook-dir=notebooks
 
 clean:

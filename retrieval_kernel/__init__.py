@@ -17,10 +17,13 @@ from .workspace import Workspace
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
+    from .explorer import Explorer
+
 __version__ = "0.1.0"
 __all__ = [
     "Conflict",
     "Evidence",
+    "Explorer",
     "JsonSystemOfRecord",
     "Packet",
     "RetrievalKernelError",
@@ -39,3 +42,12 @@ def load_ipython_extension(ipython: InteractiveShell) -> None:
     transforms = ipython.input_transformer_manager.line_transforms
     if route_context_lines not in transforms:
         transforms.append(route_context_lines)
+
+
+def __getattr__(name: str) -> object:
+    """``Explorer`` imports ipywidgets, so it loads on first use, not with the package."""
+    if name == "Explorer":
+        from .explorer import Explorer
+
+        return Explorer
+    raise AttributeError(f"module 'retrieval_kernel' has no attribute {name!r}")

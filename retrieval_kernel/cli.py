@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from .embedding import DEFAULT_EMBEDDER, EMBEDDERS
@@ -19,10 +21,13 @@ from .policy import DEFAULT_INTENT, INTENTS
 from .workspace import DEFAULT_TOP, LANES, Workspace, checked_lanes
 
 EXIT_OK, EXIT_GATE_FAILED, EXIT_BAD_INPUT, EXIT_FROZEN_CHANGED = 0, 1, 2, 3
+CHROMA_HELP = (
+    "where dense vectors live: 'embedded' or http://host:port (default: $RETRIEVAL_KERNEL_CHROMA_URL, pyproject)"
+)
 
 
 def _index(args: argparse.Namespace) -> int:
-    with Workspace(args.notes_dir, args.store) as workspace:
+    with Workspace(args.notes_dir, args.store, chroma=args.chroma) as workspace:
         report = workspace.index()
         summary = {
             "notes_dir": str(args.notes_dir),
@@ -42,7 +47,7 @@ def _index(args: argparse.Namespace) -> int:
 
 
 def _query(args: argparse.Namespace) -> int:
-    with Workspace(args.notes, args.store, lanes=checked_lanes(args.lanes)) as workspace:
+    with Workspace(args.notes, args.store, lanes=checked_lanes(args.lanes), chroma=args.chroma) as workspace:
         packet = workspace.query(
             args.text,
             as_of=args.as_of,
@@ -105,22 +110,59 @@ def _eval(args: argparse.Namespace) -> int:
 
     if args.output and not args.output.parent.is_dir():
         raise InputError(f"cannot write the receipt: folder {args.output.parent} does not exist")
-    if suite_kind(args.suite_dir) == "policy":
-        from .policy_eval import policy_summary, run_policy_suite
+    with _chroma_env(args.chroma):  # the suites build their own workspaces, which read this variable
+        if suite_kind(args.suite_dir) == "policy":
+            from .policy_eval import policy_summary, run_policy_suite
 
-        if args.questions:
-            raise InputError("a policy suite scores only its frozen question file; drop --questions")
-        receipt = run_policy_suite(args.suite_dir, lanes=checked_lanes(args.lanes))
-        table = policy_summary(receipt)
-    else:
-        from .study import summary_table
+            if args.questions:
+                raise InputError("a policy suite scores only its frozen question file; drop --questions")
+            receipt = run_policy_suite(args.suite_dir, lanes=checked_lanes(args.lanes))
+            table = policy_summary(receipt)
+        else:
+            from .study import summary_table
 
-        receipt = run_suite(args.suite_dir, questions=args.questions, lanes=checked_lanes(args.lanes))
-        table = summary_table(receipt)
+            receipt = run_suite(args.suite_dir, questions=args.questions, lanes=checked_lanes(args.lanes))
+            table = summary_table(receipt)
     if args.output:
         Path(args.output).write_text(json.dumps(receipt, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"{table}\n{'all gates passed' if receipt['passed'] else 'A GATE FAILED'}")
     return EXIT_OK if receipt["passed"] else EXIT_GATE_FAILED
+
+
+@contextmanager
+def _chroma_env(chroma: str | None) -> Iterator[None]:
+    """Set ``RETRIEVAL_KERNEL_CHROMA_URL`` to ``chroma`` for the block (validated first); unchanged if ``None``."""
+    from .chroma_client import ENV_URL, parse_url
+
+    if chroma is None:
+        yield
+        return
+    parse_url(chroma)
+    before = os.environ.get(ENV_URL)
+    os.environ[ENV_URL] = chroma
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(ENV_URL, None)
+        else:
+            os.environ[ENV_URL] = before
+
+
+def _serve_check(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from .chroma_client import ChromaConfigError, resolve_chroma
+    from .servecheck import report_text, serve_check
+
+    if args.url.strip().lower() == "embedded":
+        raise ChromaConfigError("serve-check needs a server URL such as http://localhost:8000")
+    settings = resolve_chroma(args.url)  # tenant, database and prefix default to pyproject's
+    overrides = {"tenant": args.tenant, "database": args.database, "prefix": args.prefix, "timeout_s": args.timeout}
+    settings = replace(settings, **{key: value for key, value in overrides.items() if value is not None}).checked()
+    result = serve_check(settings)
+    print(json.dumps(result, indent=2) if args.json else report_text(result))
+    return EXIT_OK
 
 
 def _beir(args: argparse.Namespace) -> int:
@@ -172,6 +214,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "trace": _trace,
     "eval": _eval,
     "beir": _beir,
+    "serve-check": _serve_check,
 }
 
 
@@ -182,6 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
     index = sub.add_parser("index", help="index (or incrementally refresh) a notes folder")
     index.add_argument("notes_dir", type=Path)
     index.add_argument("--store", type=Path, help="store folder (default: NOTES_DIR/.retrieval_kernel)")
+    index.add_argument("--chroma", help=CHROMA_HELP)
 
     query = sub.add_parser("query", help="print the evidence packet for a question")
     query.add_argument("text", help="the question (quote it)")
@@ -198,6 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("--scope", help="the caller's scopes, comma-separated ('*' sees every note)")
     query.add_argument("--intent", choices=INTENTS, default=DEFAULT_INTENT, help="orders evidence roles")
     query.add_argument("--audit", action="store_true", help="also show excluded items, as history")
+    query.add_argument("--chroma", help=CHROMA_HELP)
 
     notes = sub.add_parser("notes", help="list every note as parsed: identity, dates, status, links, scope")
     notes.add_argument("notes_dir", type=Path)
@@ -214,6 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--questions", type=Path, help="another question file in the suite's JSONL format")
     evaluate.add_argument("--output", type=Path, help="where to write the receipt JSON")
     evaluate.add_argument("--lanes", default=",".join(LANES), help="comma-separated lanes (default: all)")
+    evaluate.add_argument("--chroma", help=CHROMA_HELP)
 
     beir = sub.add_parser("beir", help="score lexical, dense and hybrid retrieval on a BEIR dataset")
     beir.add_argument("data_dir", type=Path, help="BEIR folder: corpus.jsonl[.gz], queries.jsonl, qrels/")
@@ -226,6 +272,14 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="measure speed and memory against bm25s and numpy references")
     bench.add_argument("--passages", default="10000", help="comma-separated corpus sizes (default 10000)")
     bench.add_argument("--output", type=Path, required=True, help="where to write BENCH.json")
+
+    check = sub.add_parser("serve-check", help="check a Chroma server: heartbeat, version, collections, a probe")
+    check.add_argument("url", help="the server, e.g. http://localhost:8000")
+    check.add_argument("--tenant", help="Chroma tenant (default: pyproject chroma_tenant, else Chroma's default)")
+    check.add_argument("--database", help="Chroma database (default: pyproject chroma_database, else default)")
+    check.add_argument("--prefix", help="list only collections with this prefix (default: pyproject chroma_prefix)")
+    check.add_argument("--timeout", type=float, help="seconds to wait for each answer (default 5)")
+    check.add_argument("--json", action="store_true", help="print the result as JSON")
     return parser
 
 

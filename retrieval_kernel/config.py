@@ -18,6 +18,8 @@ from .errors import InputError
 STORE_FOLDER = ".retrieval_kernel"
 SETTING_KEYS = frozenset(
     {"notes_dir", "store_dir", "as_of", "max_bytes", "max_chars", "top", "refresh", "scope", "intent"}
+    # where the dense lane's vectors live: "embedded" or http://host:port (see chroma_client.py)
+    | {"chroma", "chroma_tenant", "chroma_database", "chroma_prefix", "chroma_timeout"}
 )
 PATH_KEYS = frozenset({"notes_dir", "store_dir"})
 

@@ -34,7 +34,8 @@ _OPTION = re.compile(r"""\s*(--(?:[A-Za-z][\w-]*)?)(?:=("[^"]*"|'[^']*'|\S+))?(?
 _VALUE = re.compile(r"""\s*(?:"([^"]*)"|'([^']*)'|(\S+))""")
 _FLAGS = frozenset({"--json", "--no-refresh", "--refresh", "--audit"})
 _MAGIC_LINE = re.compile(
-    r"^(?P<indent>[ \t]*)(?:(?P<target>[\w.]+)[ \t]*=[ \t]*)?%context\b(?P<rest>.*?)(?P<end>\r?\n)?$"
+    r"^(?P<indent>[ \t]*)(?:(?P<target>[\w.]+)[ \t]*=[ \t]*)?%(?P<name>context(?:_explore)?)\b"
+    r"(?P<rest>.*?)(?P<end>\r?\n)?$"
 )
 
 
@@ -51,7 +52,7 @@ def route_context_lines(lines: list[str]) -> list[str]:
         if match is None:
             routed.append(line)
             continue
-        call = f"get_ipython().run_line_magic('context', {match['rest'].strip()!r})"
+        call = f"get_ipython().run_line_magic({match['name']!r}, {match['rest'].strip()!r})"
         target = f"{match['target']} = " if match["target"] else ""
         routed.append(f"{match['indent']}{target}{call}{match['end'] or ''}")
     return routed
@@ -125,12 +126,15 @@ class ContextMagics(Magics, Configurable):
     intent = Unicode(None, allow_none=True, help=f"One of {', '.join(INTENTS)} (default {DEFAULT_INTENT}).").tag(
         config=True
     )
+    chroma = Unicode(None, allow_none=True, help="Dense vectors: 'embedded' or http://host:port (Chroma server).").tag(
+        config=True
+    )
 
     def __init__(self, shell: Any) -> None:
         Configurable.__init__(self, config=shell.config)
         Magics.__init__(self, shell=shell)
         shell.configurables.append(self)
-        self._workspaces: dict[tuple[Path, Path | None], Workspace] = {}
+        self._workspaces: dict[tuple[Path, Path | None, str | None], Workspace] = {}
         self.last_packet: Packet | None = None
         self._last_workspace: Workspace | None = None
 
@@ -195,6 +199,38 @@ class ContextMagics(Magics, Configurable):
             )
         return merged
 
+    @no_var_expand
+    @line_magic
+    def context_explore(self, line: str) -> Any:
+        """Open the explorer panel: ``%context_explore [options] [QUESTION]`` (same options as ``%context``)."""
+        from .explorer import Explorer
+
+        argv, rest = split_options(line)
+        if self.shell is not None:
+            argv = [self.shell.var_expand(token) for token in argv]
+        options = vars(_option_parser().parse_args(argv))
+        settings = self._settings(options)
+        if settings["max_bytes"] is not None:
+            unit, budget = "bytes", settings["max_bytes"]
+        else:
+            unit, budget = "chars", settings["max_chars"]
+        try:
+            workspace = self._workspace(settings)
+            return Explorer(
+                workspace=workspace,
+                query=rest,
+                as_of=settings["as_of"],
+                intent=settings["intent"] or DEFAULT_INTENT,
+                scopes=[s for s in (settings["scope"] or "").split(",") if s.strip()],
+                budget=20_000 if budget is None else budget,
+                unit=unit,
+                top=DEFAULT_TOP if settings["top"] is None else settings["top"],
+                audit=options["audit"],
+                lanes=options["lanes"].split(",") if options["lanes"] else None,
+            )
+        except RetrievalKernelError as exc:
+            raise UsageError(f"%context_explore: {exc}") from None
+
     @line_magic
     def context_trace(self, line: str) -> None:
         """Show how a packet was built: ``%context_trace [TRACE_ID] [--json]`` (default: the last packet)."""
@@ -235,9 +271,9 @@ class ContextMagics(Magics, Configurable):
     def _workspace(self, settings: dict[str, Any]) -> Workspace:
         notes = Path(settings["notes_dir"]).expanduser().resolve()
         store = Path(settings["store_dir"]).expanduser().resolve() if settings["store_dir"] else None
-        key = (notes, store)
+        key = (notes, store, self.chroma)  # None: RETRIEVAL_KERNEL_CHROMA_URL, then pyproject, then embedded
         if key not in self._workspaces:
-            self._workspaces[key] = Workspace(notes, store)
+            self._workspaces[key] = Workspace(notes, store, chroma=self.chroma)
         return self._workspaces[key]
 
 

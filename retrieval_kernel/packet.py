@@ -158,6 +158,8 @@ class Packet:
     intent: str = "orient"
     conflicts: tuple[Conflict, ...] = ()
     excluded: tuple[Excluded, ...] = ()
+    # Where the cited paths live (for links in HTML); not part of the JSON contract.
+    source_root: str | None = field(default=None, compare=False, repr=False)
 
     # ------------------------------------------------------------ serialization
 

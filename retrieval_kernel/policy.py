@@ -539,6 +539,9 @@ def _near_duplicates(a: Candidate, a_shingles: frozenset[Any], b: Candidate, b_s
     """Same wording (trigram Jaccard) and no disagreement: same numbers, no differing assertion."""
     if not a_shingles or not b_shingles:
         return False
+    smaller, larger = sorted((len(a_shingles), len(b_shingles)))
+    if smaller < NEAR_DUPLICATE_JACCARD * larger:  # Jaccard is at most smaller / larger
+        return False
     jaccard = len(a_shingles & b_shingles) / len(a_shingles | b_shingles)
     if jaccard < NEAR_DUPLICATE_JACCARD:
         return False

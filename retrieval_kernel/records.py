@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sqlite3
+import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -301,6 +302,19 @@ class RecordStore:
     def trace(self, trace_id: str) -> dict[str, Any] | None:
         row = self._db.execute("SELECT body FROM traces WHERE id = ?", (trace_id,)).fetchone()
         return json.loads(row[0]) if row else None
+
+    def store_identity(self) -> str:
+        """This store's permanent random identity, made on first use.
+
+        Remote projections (a Chroma server's collections) carry it, so a collection
+        built from another record store is recognised and never mixed in.
+        """
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()
+        if row is None:
+            with self.transaction() as db:
+                db.execute("INSERT OR IGNORE INTO meta VALUES ('store_id', ?)", (uuid.uuid4().hex,))
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()
+        return str(row[0])
 
     def set_projection(self, state: ProjectionState) -> None:
         with self.transaction() as db:

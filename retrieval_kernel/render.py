@@ -7,7 +7,10 @@ inside a fence longer than any backtick run in Markdown.
 from __future__ import annotations
 
 import html
+import os
 import re
+import urllib.parse
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .packet import Conflict, Evidence, Excluded, LaneReport, Packet
@@ -179,27 +182,29 @@ def _longest_backtick_run(text: str) -> int:
 
 # ---------------------------------------------------------------- html
 
-_STYLE = (
+STYLE = (
     "<style>.rk-packet{font-family:system-ui,sans-serif;font-size:13px;line-height:1.4}"
     ".rk-packet .rk-item{border-left:3px solid #4a7;padding:2px 8px;margin:8px 0}"
     ".rk-packet .rk-stale{color:#a60}.rk-packet .rk-meta{color:#555}"
     ".rk-packet pre{background:#f6f6f6;padding:6px;white-space:pre-wrap;margin:4px 0}"
     ".rk-packet .rk-ln{color:#999;user-select:none}.rk-packet .rk-warn{color:#a00}"
     ".rk-packet .rk-explanation,.rk-packet .rk-counter{border-left-color:#c90}"
-    ".rk-packet .rk-historical{border-left-color:#999;opacity:.8}.rk-packet .rk-conflict{color:#a30}</style>"
+    ".rk-packet .rk-historical{border-left-color:#999;opacity:.8}.rk-packet .rk-conflict{color:#a30}"
+    ".rk-packet .rk-badge{display:inline-block;padding:0 5px;margin:0 2px;border-radius:3px;"
+    "background:#eef1f6;color:#333;font-size:11px}</style>"
 )
 
 
 def to_html(packet: Packet) -> str:
     """Self-contained HTML; all note text is escaped."""
     esc = html.escape
-    out = [_STYLE, f'<div class="rk-packet" data-trace-id="{esc(packet.trace_id)}">']
+    out = [STYLE, f'<div class="rk-packet" data-trace-id="{esc(packet.trace_id)}">']
     out.append(f"<div><b>Context</b> for <i>{esc(packet.query)}</i> as of {esc(packet.as_of)}</div>")
     out.append(f'<div class="rk-meta">{esc(summary_text(packet))}</div>')
     if packet.abstained:
         out.append(f'<div class="rk-abstain"><b>{esc(abstention_text(packet))}</b></div>')
     for item in packet.evidence:
-        out.append(_html_item(item))
+        out.append(_html_item(item, packet.source_root))
     if packet.conflicts:
         out.append('<div class="rk-conflicts"><b>Conflicts</b><ul>')
         out += [f'<li class="rk-conflict">{esc(conflict_text(c))}</li>' for c in packet.conflicts]
@@ -213,7 +218,22 @@ def to_html(packet: Packet) -> str:
     return "".join(out)
 
 
-def _html_item(item: Evidence) -> str:
+def citation_html(item: Evidence, source_root: str | None) -> str:
+    """The citation as a relative link to the note (JupyterLab opens it), with its line range."""
+    code = f"<code>{html.escape(citation(item))}</code>"
+    if source_root is None:
+        return code
+    target = os.path.relpath(os.path.join(source_root, item.path), os.getcwd())
+    href = urllib.parse.quote(Path(target).as_posix())
+    return f'<a class="rk-cite" href="{html.escape(href)}" title="open the note">{code}</a>'
+
+
+def evidence_html(item: Evidence, source_root: str | None = None) -> str:
+    """One evidence item as an HTML block (the packet view and the explorer share it)."""
+    return _html_item(item, source_root)
+
+
+def _html_item(item: Evidence, source_root: str | None = None) -> str:
     esc = html.escape
     stale = ' class="rk-stale"' if item.freshness == "stale" else ""
     role = f" rk-{esc(item.role)}" if item.role != "current" else ""
@@ -221,7 +241,7 @@ def _html_item(item: Evidence) -> str:
     lines = "\n".join(f'<span class="rk-ln">{n:>{width}} </span>{esc(line)}' for n, line in _numbered(item))
     return (
         f'<div class="rk-item{role}" data-evidence-id="{esc(item.id)}">'
-        f"<div><b>[{esc(item.ref)}] {esc(item.heading)}</b> — <code>{esc(citation(item))}</code>"
+        f"<div><b>[{esc(item.ref)}] {esc(item.heading)}</b> — {citation_html(item, source_root)}"
         f' <span class="rk-meta">({esc(item.module)})</span></div>'
         f"<div{stale}>{esc(freshness_text(item))}</div>"
         f'<div class="rk-meta">{esc(item_facts(item))}</div>'

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import policy
 from .assembly import assemble
+from .chroma_client import ChromaSettings, resolve_chroma
 from .config import default_store_dir
 from .embedding import DEFAULT_EMBEDDER, go_offline
 from .errors import (
@@ -109,8 +110,10 @@ class Workspace:
     """One notes root and its store: index it, query it, report its state.
 
     ``lanes`` picks the retrieval lanes (default all three); ``embedder`` picks the
-    dense lane's embedder (``onnx-int8`` or ``torch``). A lane that cannot run is
-    reported ``unavailable`` with its reason while the others still answer.
+    dense lane's embedder (``onnx-int8`` or ``torch``); ``chroma`` where its vectors
+    live (``"embedded"``, ``"http://host:port"`` or :class:`ChromaSettings`; default:
+    ``RETRIEVAL_KERNEL_CHROMA_URL``, then pyproject, then embedded). A lane that cannot
+    run is reported ``unavailable`` with its reason while the others still answer.
     """
 
     def __init__(
@@ -123,6 +126,7 @@ class Workspace:
         dense_min_cosine: float = DENSE_MIN_COSINE,
         reranker: Reranker | None = None,
         live_checks: Sequence[LiveCheck] = (),
+        chroma: str | ChromaSettings | None = None,
     ) -> None:
         self.notes_dir = Path(notes_dir)
         if not self.notes_dir.is_dir():
@@ -135,6 +139,8 @@ class Workspace:
         self.candidate_pool = CANDIDATE_POOL
         self.reranker = reranker
         self.live_checks = tuple(live_checks)
+        # Where the dense vectors live: "embedded", a server URL, or settings (else env var, pyproject, embedded).
+        self.chroma = resolve_chroma(chroma)
         self.records = RecordStore(self.store_dir)
         self.lexical = LexicalProjection(self.store_dir)
         self._dense: DenseProjection | None = None
@@ -162,7 +168,8 @@ class Workspace:
                 from .dense import DenseProjection
             except ImportError as exc:
                 raise LaneUnavailableError(f"the dense lane needs chromadb: pip install chromadb ({exc})") from exc
-            self._dense = DenseProjection(self.store_dir, self.embedder)
+            identity = self.records.store_identity()
+            self._dense = DenseProjection(self.store_dir, self.embedder, chroma=self.chroma, store_id=identity)
         return self._dense
 
     # ------------------------------------------------------------ indexing
@@ -196,6 +203,13 @@ class Workspace:
         except (StoreError, OSError) as exc:
             return RefreshOutcome(FAILED_WITH_LAST_GOOD, None, f"refresh failed, serving the last good index: {exc}")
         return RefreshOutcome(CONSISTENT, report)
+
+    def lane_availability(self) -> dict[str, str | None]:
+        """Each lane of this workspace: ``None`` when it can run, else why not (no query is run).
+
+        A projection not built yet is not a reason: a refreshing query builds it.
+        """
+        return {lane: self.lane_errors.get(lane) for lane in self.lanes}
 
     def pending_changes(self) -> bool:
         """Whether the notes differ from the store by path, size or mtime (no hashing)."""
@@ -248,6 +262,7 @@ class Workspace:
             trace_id=_trace_id(query, request, budget, top, reports),
             scopes=tuple(sorted(request.scopes)),
             intent=request.intent,
+            source_root=str(self.notes_dir.resolve()),
         )
         ranked = [] if abstention == ABSTAIN_UNDERSPECIFIED else self.rank(runs)
         if self.reranker is not None:

@@ -9,6 +9,7 @@ import retrieval_kernel
 PUBLIC = [
     "Conflict",
     "Evidence",
+    "Explorer",
     "JsonSystemOfRecord",
     "Packet",
     "RetrievalKernelError",
@@ -44,5 +45,6 @@ def test_public_names_are_what_they_claim() -> None:
     assert callable(retrieval_kernel.check_grounding)
     assert inspect.isclass(retrieval_kernel.JsonSystemOfRecord)
     assert inspect.isclass(retrieval_kernel.Conflict)
+    assert inspect.isclass(retrieval_kernel.Explorer)
     assert list(inspect.signature(retrieval_kernel.load_ipython_extension).parameters) == ["ipython"]
     assert retrieval_kernel.__version__ == "0.1.0"
