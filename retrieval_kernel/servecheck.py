@@ -36,8 +36,8 @@ def serve_check(settings: ChromaSettings) -> dict[str, Any]:
     try:
         version = connection.call("read its version", lambda client: client.get_version())
         listed = connection.call("list collections", lambda client: client.list_collections())
-        ours = sorted(c.name for c in listed if c.name.startswith(settings.prefix))
-        collections = [{"name": name, "vectors": connection.call(f"count {name}", _counter(name))} for name in ours]
+        ours = sorted((c for c in listed if c.name.startswith(settings.prefix)), key=lambda c: c.name)
+        collections = [{"name": c.name, "vectors": connection.call(f"count {c.name}", _counter(c))} for c in ours]
         probe = _probe(connection, settings.prefix)
     finally:
         connection.close()
@@ -56,8 +56,8 @@ def serve_check(settings: ChromaSettings) -> dict[str, Any]:
     }
 
 
-def _counter(name: str) -> Any:
-    return lambda client: client.get_collection(name).count()
+def _counter(collection: Any) -> Any:
+    return lambda client: collection.count()
 
 
 def _probe(connection: ChromaConnection, prefix: str) -> dict[str, Any]:

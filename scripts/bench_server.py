@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -169,7 +170,7 @@ def bench_size(passages: int, scratch: Path, server: LocalServer, say: Callable[
     notes = scratch / f"notes-{passages}"
     queries = synthetic_notes(notes, passages)
     cold = scratch / f"cold-{passages}"
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {"load_average_at_start": [round(load, 2) for load in os.getloadavg()]}
     with Workspace(notes, cold, lanes=("identity", "lexical"), chroma="embedded") as workspace:
         started = time.perf_counter()
         workspace.index()
@@ -193,6 +194,7 @@ def bench_size(passages: int, scratch: Path, server: LocalServer, say: Callable[
     out["server_concurrent"] = concurrent_clients(notes, scratch / f"server-{passages}", server.url, prefix, queries)
     say(f"{passages} server, {CLIENTS} clients: {json.dumps(out['server_concurrent'])}")
     out["passages"] = passages
+    out["load_average_at_end"] = [round(load, 2) for load in os.getloadavg()]  # 1, 5, 15 min: was the machine busy?
     return out
 
 
