@@ -386,7 +386,7 @@ def _shares_scope(a: NoteFacts, b: NoteFacts) -> bool:
 
 
 def _mark_blocking(conflicts: list[ConflictDraft], eligible: Sequence[Candidate]) -> list[ConflictDraft]:
-    leading = {c.path for c in _first_per_note(eligible)[:LEADING_NOTES]}
+    leading = set(list(_by_note(eligible))[:LEADING_NOTES])  # notes in order of their best passage
     return [
         replace(c, blocking=c.kind == "unresolved" and any(side.path in leading for side in c.sides)) for c in conflicts
     ]
@@ -430,17 +430,6 @@ def _draft(
 def _value_key(value: Any) -> str:
     """Values compare as text, case and surrounding space ignored (``14`` equals ``"14"``)."""
     return str(value).strip().lower()
-
-
-def _first_per_note(candidates: Sequence[Candidate]) -> list[Candidate]:
-    """The best-ranked passage of each note: a note asserts once, whichever section is cited."""
-    seen: set[str] = set()
-    out = []
-    for candidate in candidates:
-        if candidate.path not in seen:
-            seen.add(candidate.path)
-            out.append(candidate)
-    return out
 
 
 # ---------------------------------------------------------------- step 3: roles
