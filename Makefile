@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 DEMO_STORE := .retrieval_kernel/workshop
 DEMO_QUESTION := Can a retrieved passage authorize deployment?
 
-.PHONY: setup demo test lint lab bench scifact clean
+.PHONY: setup demo test lint lab bench scifact recovery clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -37,6 +37,9 @@ test: lint
 bench: setup
 	mkdir -p .retrieval_kernel
 	$(BIN)/retrieval-kernel bench --passages 1000,10000 --output .retrieval_kernel/bench.json
+
+recovery: setup
+	$(BIN)/retrieval-kernel eval-recovery --output docs/recovery-receipt.json
 
 scifact: setup
 	mkdir -p .retrieval_kernel

@@ -238,7 +238,28 @@ def open_embedded(folder: Path) -> Any:
         folder.mkdir(parents=True, exist_ok=True)
         return PersistentClient(path=str(folder), settings=Settings(anonymized_telemetry=False, allow_reset=True))
     except Exception as exc:
-        raise LaneUnavailableError(f"cannot open the Chroma store at {folder}: {exc}") from exc
+        raise EmbeddedStoreUnreadableError(f"cannot open the Chroma store at {folder}: {exc}") from exc
+
+
+class EmbeddedStoreUnreadableError(LaneUnavailableError):
+    """The embedded Chroma folder cannot be opened (damaged files); it is derived data and can be rebuilt."""
+
+
+def forget_embedded(folder: Path) -> None:
+    """Stop and forget this process's Chroma system for ``folder``.
+
+    Chroma shares one system per persist directory within a process; after the folder
+    is replaced on disk, the next client must not reuse the old one. (Uses Chroma's
+    ``SharedSystemClient`` class registry, which has no public per-path eviction.)
+    """
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    key = str(folder)
+    system = SharedSystemClient._identifier_to_system.pop(key, None)
+    SharedSystemClient._identifier_to_refcount.pop(key, None)
+    if system is not None:
+        with contextlib.suppress(Exception):  # a damaged system may fail to stop cleanly; it is dropped either way
+            system.stop()
 
 
 def heartbeat(settings: ChromaSettings) -> float:

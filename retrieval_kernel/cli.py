@@ -27,7 +27,7 @@ CHROMA_HELP = (
 
 
 def _index(args: argparse.Namespace) -> int:
-    with Workspace(args.notes_dir, args.store, chroma=args.chroma) as workspace:
+    with Workspace(args.notes_dir, args.store, chroma=args.chroma, refresh_timeout=args.timeout) as workspace:
         report = workspace.index()
         summary = {
             "notes_dir": str(args.notes_dir),
@@ -41,12 +41,46 @@ def _index(args: argparse.Namespace) -> int:
                 {"path": p.path, "message": p.message, "kept_last_good": p.kept_last_good} for p in report.problems
             ],
             "warnings": list(report.warnings),
+            "lanes": {lane: reason or "ok" for lane, reason in workspace.lane_availability().items()},
         }
     print(json.dumps(summary, indent=2, ensure_ascii=False))
     return EXIT_OK
 
 
+def _status(args: argparse.Namespace) -> int:
+    from .refresh import status_text
+
+    with Workspace(args.notes_dir, args.store, chroma=args.chroma, refresh="off") as workspace:
+        status = workspace.status()
+    print(json.dumps(status, indent=2, ensure_ascii=False) if args.json else status_text(status))
+    return EXIT_OK
+
+
+def _rebuild(args: argparse.Namespace) -> int:
+    from .workspace import rebuild
+
+    report = rebuild(args.notes_dir, args.store, chroma=args.chroma)
+    summary = {"rebuilt": str(args.notes_dir), "notes": len(report.added), "problems": len(report.problems)}
+    print(json.dumps(summary, indent=2))
+    return EXIT_OK
+
+
+def _eval_recovery(args: argparse.Namespace) -> int:
+    from .recovery import SCENARIOS, run_recovery
+
+    names = args.scenario or list(SCENARIOS)
+    receipt = run_recovery(names, progress=lambda line: print(line, file=sys.stderr))
+    text = json.dumps(receipt, indent=2, ensure_ascii=False)
+    if args.output:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(text + "\n", encoding="utf-8")
+    print(text)
+    return EXIT_OK if receipt["passed"] else EXIT_GATE_FAILED
+
+
 def _query(args: argparse.Namespace) -> int:
+    if args.select or args.when:
+        return _query_select(args)
     with Workspace(args.notes, args.store, lanes=checked_lanes(args.lanes), chroma=args.chroma) as workspace:
         packet = workspace.query(
             args.text,
@@ -64,6 +98,32 @@ def _query(args: argparse.Namespace) -> int:
         "text": packet.__str__,
         "markdown": packet._repr_markdown_,
         "html": packet._repr_html_,
+    }
+    print(renderers[args.format]())
+    return EXIT_OK
+
+
+def _query_select(args: argparse.Namespace) -> int:
+    """``query --select [--when key=value ...]``: the applicable records instead of a packet."""
+    from .applicability import select_applicable
+
+    if not args.select:
+        raise InputError("--when states conditions for applicability selection: add --select")
+    with Workspace(args.notes, args.store, lanes=checked_lanes(args.lanes), chroma=args.chroma) as workspace:
+        selection = select_applicable(
+            workspace,
+            args.text,
+            conditions=args.when or None,
+            intent="audit" if args.audit else args.intent,
+            lanes=checked_lanes(args.lanes),
+            scopes=args.scope,
+            refresh=not args.no_refresh,
+        )
+    renderers: dict[str, Callable[[], str]] = {
+        "json": selection.to_json,
+        "text": selection.__str__,
+        "markdown": selection._repr_markdown_,
+        "html": selection._repr_html_,
     }
     print(renderers[args.format]())
     return EXIT_OK
@@ -111,7 +171,14 @@ def _eval(args: argparse.Namespace) -> int:
     if args.output and not args.output.parent.is_dir():
         raise InputError(f"cannot write the receipt: folder {args.output.parent} does not exist")
     with _chroma_env(args.chroma):  # the suites build their own workspaces, which read this variable
-        if suite_kind(args.suite_dir) == "policy":
+        if suite_kind(args.suite_dir) == "lessons":
+            from .lessons_eval import lessons_summary, run_lessons_suite
+
+            if args.questions:
+                raise InputError("a lessons suite scores only its frozen query files; drop --questions")
+            receipt = run_lessons_suite(args.suite_dir, split=args.split, lanes=checked_lanes(args.lanes))
+            table = lessons_summary(receipt)
+        elif suite_kind(args.suite_dir) == "policy":
             from .policy_eval import policy_summary, run_policy_suite
 
             if args.questions:
@@ -215,6 +282,9 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "eval": _eval,
     "beir": _beir,
     "serve-check": _serve_check,
+    "status": _status,
+    "rebuild": _rebuild,
+    "eval-recovery": _eval_recovery,
 }
 
 
@@ -226,6 +296,22 @@ def build_parser() -> argparse.ArgumentParser:
     index.add_argument("notes_dir", type=Path)
     index.add_argument("--store", type=Path, help="store folder (default: NOTES_DIR/.retrieval_kernel)")
     index.add_argument("--chroma", help=CHROMA_HELP)
+    index.add_argument("--timeout", type=float, help="seconds the refresh may take (default: no limit)")
+
+    status = sub.add_parser("status", help="each projection's version, high-water mark, lag, last refresh and error")
+    status.add_argument("notes_dir", type=Path)
+    status.add_argument("--store", type=Path)
+    status.add_argument("--chroma", help=CHROMA_HELP)
+    status.add_argument("--json", action="store_true")
+
+    rebuild = sub.add_parser("rebuild", help="set a damaged store aside and rebuild everything from the notes")
+    rebuild.add_argument("notes_dir", type=Path)
+    rebuild.add_argument("--store", type=Path)
+    rebuild.add_argument("--chroma", help=CHROMA_HELP)
+
+    recovery = sub.add_parser("eval-recovery", help="cause every refresh fault on disposable copies; write a receipt")
+    recovery.add_argument("--output", type=Path, help="where to write the receipt JSON")
+    recovery.add_argument("--scenario", action="append", help="run only this scenario (repeatable)")
 
     query = sub.add_parser("query", help="print the evidence packet for a question")
     query.add_argument("text", help="the question (quote it)")
@@ -243,6 +329,10 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("--intent", choices=INTENTS, default=DEFAULT_INTENT, help="orders evidence roles")
     query.add_argument("--audit", action="store_true", help="also show excluded items, as history")
     query.add_argument("--chroma", help=CHROMA_HELP)
+    query.add_argument("--select", action="store_true", help="return the records that apply (applicability selection)")
+    query.add_argument(
+        "--when", action="append", metavar="KEY=VALUE", help="a condition of the task, for --select (repeatable)"
+    )
 
     notes = sub.add_parser("notes", help="list every note as parsed: identity, dates, status, links, scope")
     notes.add_argument("notes_dir", type=Path)
@@ -260,6 +350,9 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--output", type=Path, help="where to write the receipt JSON")
     evaluate.add_argument("--lanes", default=",".join(LANES), help="comma-separated lanes (default: all)")
     evaluate.add_argument("--chroma", help=CHROMA_HELP)
+    evaluate.add_argument(
+        "--split", choices=["dev", "calibration", "holdout"], default="holdout", help="lessons suites: which split"
+    )
 
     beir = sub.add_parser("beir", help="score lexical, dense and hybrid retrieval on a BEIR dataset")
     beir.add_argument("data_dir", type=Path, help="BEIR folder: corpus.jsonl[.gz], queries.jsonl, qrels/")

@@ -20,6 +20,8 @@ SETTING_KEYS = frozenset(
     {"notes_dir", "store_dir", "as_of", "max_bytes", "max_chars", "top", "refresh", "scope", "intent"}
     # where the dense lane's vectors live: "embedded" or http://host:port (see chroma_client.py)
     | {"chroma", "chroma_tenant", "chroma_database", "chroma_prefix", "chroma_timeout"}
+    # when projections catch up with the notes (see refresh.py)
+    | {"refresh_mode", "debounce", "refresh_timeout"}
 )
 PATH_KEYS = frozenset({"notes_dir", "store_dir"})
 

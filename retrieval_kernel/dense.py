@@ -22,6 +22,7 @@ Chroma, never note text.
 from __future__ import annotations
 
 import re
+import shutil
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,7 +35,7 @@ from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
 from chromadb.errors import ChromaError, NotFoundError
 from chromadb.utils.embedding_functions import register_embedding_function
 
-from .chroma_client import ChromaConnection, ChromaSettings
+from .chroma_client import ChromaConnection, ChromaSettings, forget_embedded
 from .embedding import DEFAULT_EMBEDDER, Embedder, go_offline, load_embedder
 from .errors import LaneUnavailableError
 from .notes import Passage
@@ -499,3 +500,11 @@ class DenseProjection:
             self._cache = None
         self.connection.close()
         self._handles.clear()
+
+    def discard_embedded(self) -> None:
+        """Delete an embedded Chroma folder that cannot be opened: it is derived, and the next sync rebuilds it."""
+        self.close()
+        forget_embedded(self.folder)
+        shutil.rmtree(self.folder, ignore_errors=True)
+        self._checked = None
+        self._exact = None

@@ -14,6 +14,9 @@
     │   ├── NoteDecodeError              file is not valid UTF-8
     │   └── FrontMatterError             front matter is not valid YAML / not a mapping
     ├── StoreError                       the record store cannot be opened or written
+    │   ├── CorruptStoreError            the store file is damaged: `retrieval-kernel rebuild`
+    │   ├── RefreshBusyError             another process is publishing a refresh
+    │   └── RefreshTimeoutError          a refresh ran past its time limit
     ├── LaneUnavailableError             a lane cannot run (model/index missing or failing)
     └── SuiteError                       an evaluation suite is malformed
         └── FrozenInputChangedError      frozen corpus/questions differ from the manifest
@@ -82,6 +85,18 @@ class FrontMatterError(NoteError):
 
 class StoreError(RetrievalKernelError):
     """The record store cannot be opened, read or written."""
+
+
+class CorruptStoreError(StoreError):
+    """The record store file cannot be read; ``retrieval-kernel rebuild`` makes a new one from the notes."""
+
+
+class RefreshBusyError(StoreError):
+    """Another process (or thread) is publishing a refresh of this store right now."""
+
+
+class RefreshTimeoutError(StoreError):
+    """A refresh ran past its time limit; what it had not published is redone next time."""
 
 
 class LaneUnavailableError(RetrievalKernelError):

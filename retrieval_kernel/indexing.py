@@ -3,7 +3,9 @@
 A file whose size and mtime match the stored row is taken as unchanged without
 reading it; otherwise its bytes are hashed and only a changed hash makes a new
 revision. A note that cannot be parsed is reported and its last good revision
-stays in the store (nothing already indexed is lost).
+stays in the store (nothing already indexed is lost). A note is parsed from the
+very bytes that were hashed, and read once more afterwards: if it changed while
+it was being read, it is read again (a revision is never a mix of two saves).
 """
 
 from __future__ import annotations
@@ -12,16 +14,17 @@ import fcntl
 import hashlib
 import itertools
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .errors import NoteError, StoreError
-from .notes import DEFAULT_MAX_PASSAGE_CHARS, Note, default_module, discover_notes, read_note
-from .records import RecordStore, StoredDocument, utc_now
+from .errors import NoteError, RefreshBusyError, StoreError
+from .notes import DEFAULT_MAX_PASSAGE_CHARS, Note, default_module, discover_notes, note_from_bytes
+from .records import RecordStore, StoredDocument, check_deadline, utc_now
 
 LOCK_NAME = "refresh.lock"
+READ_ATTEMPTS = 3  # reads of a note that keeps changing while it is read, before it is reported
 
 
 @dataclass(frozen=True)
@@ -50,14 +53,21 @@ class SyncReport:
 
 
 @contextmanager
-def refresh_lock(store_dir: Path) -> Iterator[None]:
-    """Hold the store's exclusive refresh lock (one publisher at a time)."""
+def refresh_lock(store_dir: Path, wait: bool = True) -> Iterator[None]:
+    """Hold the store's exclusive refresh lock (one publisher at a time, across processes and threads).
+
+    With ``wait=False`` a lock held by someone else raises ``RefreshBusyError`` at once.
+    The lock is the kernel's (``flock``): a killed holder releases it.
+    """
     try:
         handle = open(store_dir / LOCK_NAME, "a+")  # noqa: SIM115 - closed by the `with` below
     except OSError as exc:
         raise StoreError(f"cannot take the refresh lock in {store_dir}: {exc}") from exc
     with handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            raise RefreshBusyError(f"another refresh of {store_dir} is being published") from exc
         try:
             yield
         finally:
@@ -65,9 +75,18 @@ def refresh_lock(store_dir: Path) -> Iterator[None]:
 
 
 def sync_notes(
-    notes_root: Path, records: RecordStore, max_passage_chars: int = DEFAULT_MAX_PASSAGE_CHARS
+    notes_root: Path,
+    records: RecordStore,
+    max_passage_chars: int = DEFAULT_MAX_PASSAGE_CHARS,
+    deadline: float | None = None,
+    now: Callable[[], str] = utc_now,
 ) -> SyncReport:
-    """Add, update and tombstone documents so the store matches ``notes_root``."""
+    """Add, update and tombstone documents so the store matches ``notes_root``.
+
+    Each note is committed on its own (with its change-log entry), so a refresh cut
+    short by ``deadline`` or a kill keeps every note it finished and redoes the rest.
+    ``now`` is the index clock (ISO 8601 UTC); a fixed one makes index times reproducible.
+    """
     stored = records.documents()
     added: list[str] = []
     updated: list[str] = []
@@ -84,31 +103,68 @@ def sync_notes(
         if previous and _same_stat(previous, stat):
             unchanged += 1
             continue
-        raw_hash = hashlib.sha256(path.read_bytes()).hexdigest()
-        if previous and previous.sha256 == raw_hash:
-            records.touch(rel, stat.st_size, stat.st_mtime_ns)
-            unchanged += 1
-            continue
+        check_deadline(deadline, f"reading {rel}")
         try:
-            note = _read_unique(notes_root, path, modules, max_passage_chars)
+            note, stat = _read_settled(notes_root, path, modules, max_passage_chars)
         except NoteError as exc:
             problems.append(Problem(rel, str(exc), kept_last_good=previous is not None))
             continue
+        except OSError as exc:  # vanished or unreadable between listing and reading
+            problems.append(Problem(rel, f"{rel}: cannot be read: {exc}", kept_last_good=previous is not None))
+            continue
+        if previous and previous.sha256 == note.sha256:
+            records.touch(rel, stat.st_size, stat.st_mtime_ns)
+            unchanged += 1
+            continue
         warnings.extend(note.warnings)
         modules[note.module] = rel
-        records.upsert(note, stat.st_size, stat.st_mtime_ns, utc_now())
+        records.upsert(note, stat.st_size, stat.st_mtime_ns, now())
         (updated if previous else added).append(rel)
     deleted = sorted(set(stored) - seen)
     for rel in deleted:
-        records.delete(rel, utc_now())
+        records.delete(rel, now())
     return SyncReport(tuple(added), tuple(updated), tuple(deleted), unchanged, tuple(problems), tuple(warnings))
+
+
+def _read_settled(root: Path, path: Path, modules: dict[str, str], max_chars: int) -> tuple[Note, os.stat_result]:
+    """The note parsed from one read of its bytes, and the file's stat from before that read.
+
+    The bytes are hashed again after parsing; a note that changed meanwhile is read
+    again (``READ_ATTEMPTS`` in all), then reported as still changing.
+    """
+    rel = path.relative_to(root).as_posix()
+    for _ in range(READ_ATTEMPTS):
+        stat = path.stat()
+        raw = path.read_bytes()
+        note = _parse_unique(rel, raw, modules, max_chars)
+        if hashlib.sha256(path.read_bytes()).hexdigest() == note.sha256:
+            return note, stat
+    raise NoteError(rel, f"{rel}: kept changing while it was read ({READ_ATTEMPTS} tries); it is read again next time")
+
+
+def pending_paths(notes_root: Path, records: RecordStore) -> list[str]:
+    """Notes that differ from the store by path, size or mtime (added, changed or deleted; no reading)."""
+    return [path for path, _, _ in pending_stats(notes_root, records)]
+
+
+def pending_stats(notes_root: Path, records: RecordStore) -> list[tuple[str, int, int]]:
+    """``(path, size, mtime_ns)`` of each pending note (``-1, -1`` for a deleted one), by path.
+
+    Equal lists mean nothing was saved in between: what a debounce window watches.
+    """
+    stored = records.documents()
+    on_disk = {p.relative_to(notes_root).as_posix(): p.stat() for p in discover_notes(notes_root)}
+    changed = [
+        (path, stat.st_size, stat.st_mtime_ns)
+        for path, stat in on_disk.items()
+        if path not in stored or not _same_stat(stored[path], stat)
+    ]
+    return sorted([*changed, *((path, -1, -1) for path in set(stored) - set(on_disk))])
 
 
 def pending_changes(notes_root: Path, records: RecordStore) -> bool:
     """Whether the notes differ from the store by path, size or mtime (no reading, no hashing)."""
-    stored = records.documents()
-    on_disk = {p.relative_to(notes_root).as_posix(): p.stat() for p in discover_notes(notes_root)}
-    return set(stored) != set(on_disk) or not all(_same_stat(doc, on_disk[path]) for path, doc in stored.items())
+    return bool(pending_paths(notes_root, records))
 
 
 def _same_stat(document: StoredDocument, stat: os.stat_result) -> bool:
@@ -116,14 +172,14 @@ def _same_stat(document: StoredDocument, stat: os.stat_result) -> bool:
     return (document.size, document.mtime_ns) == (stat.st_size, stat.st_mtime_ns)
 
 
-def _read_unique(root: Path, path: Path, modules: dict[str, str], max_chars: int) -> Note:
-    """Read a note; if its id is taken by another file, fall back to its path (then the path with suffix)."""
-    note = read_note(root, path, max_chars)
+def _parse_unique(rel: str, raw: bytes, modules: dict[str, str], max_chars: int) -> Note:
+    """Parse a note; if its id is taken by another file, fall back to its path (then the path with suffix)."""
+    note = note_from_bytes(rel, raw, max_chars)
     owner = modules.get(note.module)
     if owner is None or owner == note.path:
         return note
     free = next(name for name in _fallback_ids(note.path) if modules.get(name) in (None, note.path))
-    fallback = read_note(root, path, max_chars, module=free)
+    fallback = note_from_bytes(rel, raw, max_chars, module=free)
     message = f"{note.path}: id {note.module!r} is already used by {owner}; using {free!r} as its id"
     return replace(fallback, warnings=(*fallback.warnings, message))
 

@@ -52,28 +52,38 @@ def unavailable(name: str, basis: str, reason: str) -> LaneRun:
 
 
 def _report(
-    name: str, records: RecordStore, basis: str, count: int, stale: bool, reason: str | None = None
+    name: str, records: RecordStore, basis: str, count: int, stale: bool, reason: str | None = None, pending: int = 0
 ) -> LaneReport:
+    """``lag``: change-log entries the projection has not applied, plus notes changed on disk not yet logged."""
     state = records.projection(name)
     newest = records.high_water()
-    lag = newest - state.high_water if state else newest
+    lag = (newest - state.high_water if state else newest) + pending
     status = "stale" if stale or lag else "ok" if count else "empty"
     version, high_water = (state.version, state.high_water) if state else (None, None)
     return LaneReport(name, status, count, version, high_water, basis, lag=lag, reason=reason)  # type: ignore[arg-type]
 
 
-def run_identity(query: str, records: RecordStore, limit: int, hidden: Collection[str] = ()) -> LaneRun:
+def run_identity(
+    query: str,
+    records: RecordStore,
+    limit: int,
+    hidden: Collection[str] = (),
+    stale: bool = False,
+    pending: int = 0,
+) -> LaneRun:
+    """Names resolved against the record store itself (no projection: its lag is the notes not yet logged)."""
     found = identity.resolve(query, records, limit + len(hidden))
     dropped = frozenset(hit.passage_id for hit in found if hit.passage_id in hidden)
     hits = [hit for hit in found if hit.passage_id not in hidden][:limit]
     high_water = records.high_water()
     report = LaneReport(
         identity.NAME,
-        "ok" if hits else "empty",
+        "stale" if stale and pending else "ok" if hits else "empty",
         len(hits),
         None,
         high_water,
         identity.SCORE_BASIS,
+        lag=pending,
         reason=None if hits else "the query names no known identifier",
     )
     return LaneRun(report, [(hit.passage_id, 1.0) for hit in hits], hidden=dropped)
@@ -86,13 +96,14 @@ def run_lexical(
     limit: int,
     stale: bool,
     hidden: Collection[str] = (),
+    pending: int = 0,
 ) -> LaneRun:
     found = projection.search(query, limit + len(hidden))
     hits = [hit for hit in found if hit.passage_id not in hidden][:limit]
     dropped = frozenset(hit.passage_id for hit in found if hit.passage_id in hidden)
     kept = [hit for hit in hits if hit.score > LEXICAL_MIN_SCORE]
     reason = None if kept else "no passage shares a searchable word with the query"
-    report = _report(lexical.NAME, records, projection.score_basis, len(kept), stale, reason)
+    report = _report(lexical.NAME, records, projection.score_basis, len(kept), stale, reason, pending)
     matched = {hit.passage_id: hit.matched_terms for hit in kept}
     return LaneRun(report, [(hit.passage_id, hit.score) for hit in kept], matched, len(hits) - len(kept), dropped)
 
@@ -106,6 +117,7 @@ def run_dense(
     min_cosine: float = DENSE_MIN_COSINE,
     hidden: Collection[str] = (),
     limit: int | None = None,
+    pending: int = 0,
 ) -> LaneRun:
     """The dense lane's report for ``hits`` (best first), keeping those at or above ``min_cosine``."""
     hits, dropped = _visible(hits, hidden, len(hits) if limit is None else limit, min_cosine)
@@ -113,5 +125,5 @@ def run_dense(
     reason = None
     if hits and not kept:
         reason = f"best cosine {hits[0][1]:.3f} is below the threshold {min_cosine:.2f}"
-    report = _report(name, records, basis, len(kept), stale, reason)
+    report = _report(name, records, basis, len(kept), stale, reason, pending)
     return LaneRun(report, kept, below_threshold=len(hits) - len(kept), hidden=dropped)

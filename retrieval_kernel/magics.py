@@ -21,7 +21,7 @@ from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_cell_magic, line_magic, magics_class, no_var_expand
-from traitlets import Bool, Integer, Unicode
+from traitlets import Bool, Float, Integer, Unicode
 from traitlets.config import Configurable
 
 from .config import project_settings
@@ -32,7 +32,7 @@ from .workspace import DEFAULT_TOP, Workspace
 
 _OPTION = re.compile(r"""\s*(--(?:[A-Za-z][\w-]*)?)(?:=("[^"]*"|'[^']*'|\S+))?(?=\s|$)""")
 _VALUE = re.compile(r"""\s*(?:"([^"]*)"|'([^']*)'|(\S+))""")
-_FLAGS = frozenset({"--json", "--no-refresh", "--refresh", "--audit"})
+_FLAGS = frozenset({"--json", "--no-refresh", "--refresh", "--audit", "--select"})
 _MAGIC_LINE = re.compile(
     r"^(?P<indent>[ \t]*)(?:(?P<target>[\w.]+)[ \t]*=[ \t]*)?%(?P<name>context(?:_explore)?)\b"
     r"(?P<rest>.*?)(?P<end>\r?\n)?$"
@@ -77,6 +77,8 @@ def _option_parser() -> _Parser:
     parser.add_argument("--scope", help="the caller's scopes, comma-separated ('*' sees every note)")
     parser.add_argument("--intent", choices=INTENTS)
     parser.add_argument("--audit", action="store_true")
+    parser.add_argument("--select", action="store_true", help="applicability mode: the records that apply")
+    parser.add_argument("--when", action="append", help="a task condition key=value for --select (repeatable)")
     refresh = parser.add_mutually_exclusive_group()
     refresh.add_argument("--refresh", dest="refresh", action="store_true", default=None)
     refresh.add_argument("--no-refresh", dest="refresh", action="store_false")
@@ -129,6 +131,13 @@ class ContextMagics(Magics, Configurable):
     chroma = Unicode(None, allow_none=True, help="Dense vectors: 'embedded' or http://host:port (Chroma server).").tag(
         config=True
     )
+    refresh_mode = Unicode(None, allow_none=True, help="off | on-query | watch (default on-query).").tag(config=True)
+    debounce = Float(None, allow_none=True, help="Seconds notes must be quiet before a refresh (default 0).").tag(
+        config=True
+    )
+    refresh_timeout = Float(None, allow_none=True, help="Seconds one refresh may take (default: no limit).").tag(
+        config=True
+    )
 
     def __init__(self, shell: Any) -> None:
         Configurable.__init__(self, config=shell.config)
@@ -136,6 +145,7 @@ class ContextMagics(Magics, Configurable):
         shell.configurables.append(self)
         self._workspaces: dict[tuple[Path, Path | None, str | None], Workspace] = {}
         self.last_packet: Packet | None = None
+        self.last_selection: Any = None  # the last ApplicabilitySelection (%context --select)
         self._last_workspace: Workspace | None = None
 
     @no_var_expand
@@ -148,6 +158,7 @@ class ContextMagics(Magics, Configurable):
         ``--as-of YYYY-MM-DD``, ``--max-bytes N`` | ``--max-chars N``, ``--top N``,
         ``--scope A,B``, ``--intent orient|verify|plan|audit``, ``--audit``,
         ``--lanes identity,lexical,dense``, ``--json`` (print the packet JSON), ``--no-refresh``.
+        ``--select [--when key=value ...]``: applicability mode, the records that apply (see applicability.py).
         """
         argv, rest = split_options(line)
         if self.shell is not None:  # {var} and $var expand in option values only, never in the question
@@ -157,6 +168,8 @@ class ContextMagics(Magics, Configurable):
         query = cell if cell is not None else rest
         options = vars(_option_parser().parse_args(argv))
         settings = self._settings(options)
+        if options["select"] or options["when"]:
+            return self._select(query, options, settings)
         try:
             workspace = self._workspace(settings)
             packet = workspace.query(
@@ -179,6 +192,30 @@ class ContextMagics(Magics, Configurable):
             print(packet.to_json())
             return None
         return packet
+
+    def _select(self, query: str, options: dict[str, Any], settings: dict[str, Any]) -> Any:
+        """``%context --select [--when key=value ...] QUESTION``: the records that apply, why, and what was rejected."""
+        from .applicability import select_applicable
+
+        if not options["select"]:
+            raise UsageError("%context: --when states conditions for applicability selection: add --select")
+        try:
+            selection = select_applicable(
+                self._workspace(settings),
+                query,
+                conditions=options["when"] or None,
+                intent="audit" if options["audit"] else settings["intent"] or DEFAULT_INTENT,
+                lanes=options["lanes"].split(",") if options["lanes"] else None,
+                scopes=settings["scope"],
+                refresh=settings["refresh"] is not False,
+            )
+        except RetrievalKernelError as exc:
+            raise UsageError(f"%context: {exc}") from None
+        self.last_selection = selection
+        if options["json"]:
+            print(selection.to_json())
+            return None
+        return selection
 
     def _settings(self, options: dict[str, Any]) -> dict[str, Any]:
         """Merge: option > %config traitlet > pyproject > default (None)."""
@@ -271,10 +308,48 @@ class ContextMagics(Magics, Configurable):
     def _workspace(self, settings: dict[str, Any]) -> Workspace:
         notes = Path(settings["notes_dir"]).expanduser().resolve()
         store = Path(settings["store_dir"]).expanduser().resolve() if settings["store_dir"] else None
-        key = (notes, store, self.chroma)  # None: RETRIEVAL_KERNEL_CHROMA_URL, then pyproject, then embedded
+        project = project_settings()
+        refresh = {
+            "refresh": _first(self.refresh_mode, project.get("refresh_mode"), "on-query"),
+            "debounce": float(_first(self.debounce, project.get("debounce"), 0.0)),
+            "refresh_timeout": _first(self.refresh_timeout, project.get("refresh_timeout")),
+        }
+        # chroma None: RETRIEVAL_KERNEL_CHROMA_URL, then pyproject, then embedded
+        key = (notes, store, self.chroma, *refresh.values())
         if key not in self._workspaces:
-            self._workspaces[key] = Workspace(notes, store, chroma=self.chroma)
+            for old in [k for k in self._workspaces if k[:2] == (notes, store)]:
+                self._workspaces.pop(old).close()  # settings changed: one workspace (and watcher) per store
+            self._workspaces[key] = Workspace(notes, store, chroma=self.chroma, **refresh)
         return self._workspaces[key]
+
+    @line_magic
+    def context_status(self, line: str) -> None:
+        """Each projection's version, high-water mark and lag; the last refresh and error: ``%context_status``.
+
+        Options: ``--notes DIR``, ``--store DIR``, ``--json``.
+        """
+        from .refresh import status_text
+
+        status = self._status_workspace(line, "%context_status").status()
+        print(json.dumps(status, indent=2) if "--json" in line.split() else status_text(status))
+
+    @line_magic
+    def context_refresh(self, line: str) -> None:
+        """Refresh now, whatever the refresh mode (waits for another publisher): ``%context_refresh [--notes DIR]``."""
+        from .refresh import outcome_text
+
+        workspace = self._status_workspace(line, "%context_refresh")
+        print(outcome_text(workspace.refresh(wait=True)))
+
+    def _status_workspace(self, line: str, name: str) -> Workspace:
+        argv, rest = split_options(line.replace("--json", ""))
+        if rest:
+            raise UsageError(f"{name}: unexpected {rest!r}; options: --notes DIR, --store DIR, --json")
+        try:
+            options = vars(_option_parser().parse_args(argv))
+            return self._workspace(self._settings(options))
+        except RetrievalKernelError as exc:
+            raise UsageError(f"{name}: {exc}") from None
 
 
 def _first(*values: Any) -> Any:

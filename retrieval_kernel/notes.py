@@ -9,8 +9,11 @@ against its source.
 
 from __future__ import annotations
 
+import codecs
 import datetime as dt
+import errno
 import hashlib
+import math
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -24,6 +27,13 @@ from .facts import NoteFacts, read_facts
 
 NOTE_SUFFIXES = frozenset({".md", ".markdown"})
 DEFAULT_MAX_PASSAGE_CHARS = 2400
+BINARY_SNIFF_BYTES = 8192  # undecodable bytes with a NUL this early: a binary file (git's rule)
+_WIDE_BOMS = (  # UTF-32 first: its little-endian mark starts with UTF-16's
+    ("UTF-32", codecs.BOM_UTF32_LE),
+    ("UTF-32", codecs.BOM_UTF32_BE),
+    ("UTF-16", codecs.BOM_UTF16_LE),
+    ("UTF-16", codecs.BOM_UTF16_BE),
+)
 
 HEADING_LINE = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -78,33 +88,78 @@ class _Section:
 # ---------------------------------------------------------------- discovery
 
 
+@dataclass(frozen=True)
+class NoteScan:
+    """What discovery found: the note files, and each entry it did not follow, with why."""
+
+    paths: tuple[Path, ...]
+    skipped: tuple[str, ...] = ()
+
+
 def discover_notes(root: Path) -> list[Path]:
     """Return every note file under ``root``, sorted by relative path.
 
     Hidden files and folders (including the store ``.retrieval_kernel/``) are
-    skipped, and so are symlinks that resolve outside the root.
+    skipped, and so are symlinks that resolve outside the root, dangling links,
+    link loops and links to folders; :func:`scan_notes` also says which and why.
+    """
+    return list(scan_notes(root).paths)
+
+
+def scan_notes(root: Path) -> NoteScan:
+    """Like :func:`discover_notes`, with a message for each link or folder it did not follow.
+
+    The messages start with the entry's path relative to ``root`` (so an indexer can
+    show them as warnings); a link inside the root to a folder, or to a non-note
+    file, is skipped without a message (its notes are found at their real paths).
     """
     if not root.exists():
         raise NotesDirError(f"notes directory {root} does not exist")
     if not root.is_dir():
         raise NotesDirError(f"notes path {root} is not a directory")
-    real_root = root.resolve()
-    found = [p for p in _walk(root) if _is_note_inside(p, real_root)]
-    return sorted(found, key=lambda p: p.relative_to(root).as_posix())
+    found: list[Path] = []
+    skipped: list[str] = []
+    _walk(root, root, root.resolve(), found, skipped)
+    return NoteScan(tuple(sorted(found, key=lambda p: p.relative_to(root).as_posix())), tuple(skipped))
 
 
-def _walk(folder: Path) -> Iterator[Path]:
-    for entry in sorted(folder.iterdir()):
+def _walk(root: Path, folder: Path, real_root: Path, found: list[Path], skipped: list[str]) -> None:
+    try:
+        entries = sorted(folder.iterdir())
+    except OSError as exc:
+        if folder == root:
+            raise NotesDirError(f"notes directory {root} cannot be listed: {exc.strerror or exc}") from exc
+        skipped.append(f"{folder.relative_to(root).as_posix()}/: folder cannot be listed ({exc.strerror or exc})")
+        return
+    for entry in entries:
         if entry.name.startswith("."):
             continue
-        if entry.is_dir() and not entry.is_symlink():
-            yield from _walk(entry)
-        elif entry.is_file() and entry.suffix.lower() in NOTE_SUFFIXES:
-            yield entry
+        is_note = entry.suffix.lower() in NOTE_SUFFIXES
+        if entry.is_symlink():
+            problem = _link_problem(entry, real_root, is_note)
+            if problem is not None:
+                skipped.append(f"{entry.relative_to(root).as_posix()}: {problem}")
+            elif is_note and entry.is_file():
+                found.append(entry)
+        elif entry.is_dir():
+            _walk(root, entry, real_root, found, skipped)
+        elif is_note and entry.is_file():
+            found.append(entry)
 
 
-def _is_note_inside(path: Path, real_root: Path) -> bool:
-    return not path.is_symlink() or path.resolve().is_relative_to(real_root)
+def _link_problem(link: Path, real_root: Path, is_note: bool) -> str | None:
+    """Why a symbolic link is not followed and worth saying so, or ``None`` (followed, or not a note)."""
+    try:
+        target = link.resolve(strict=True)
+    except (OSError, RuntimeError) as exc:  # Python 3.11 raises RuntimeError for a loop, later ones OSError
+        if isinstance(exc, RuntimeError) or getattr(exc, "errno", None) == errno.ELOOP:
+            return "symbolic link loop; not followed"
+        return "symbolic link to a missing file; skipped" if is_note else None
+    if target.is_relative_to(real_root):
+        return None
+    if target.is_dir():
+        return "symbolic link to a folder outside the notes folder; not followed"
+    return "symbolic link to a file outside the notes folder; not followed" if is_note else None
 
 
 # ---------------------------------------------------------------- reading
@@ -114,11 +169,21 @@ def read_note(
     root: Path, path: Path, max_passage_chars: int = DEFAULT_MAX_PASSAGE_CHARS, module: str | None = None
 ) -> Note:
     """Read and parse one note file; raise a ``NoteError`` subclass if it cannot be."""
-    rel = path.relative_to(root).as_posix()
-    raw = path.read_bytes()
+    return note_from_bytes(path.relative_to(root).as_posix(), path.read_bytes(), max_passage_chars, module)
+
+
+def note_from_bytes(
+    rel: str, raw: bytes, max_passage_chars: int = DEFAULT_MAX_PASSAGE_CHARS, module: str | None = None
+) -> Note:
+    """Parse a note from the bytes already read from ``rel`` (so its hash is of exactly these bytes)."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
+        encoding = next((name for name, bom in _WIDE_BOMS if raw.startswith(bom)), None)
+        if encoding is not None:
+            raise NoteDecodeError(rel, f"is {encoding} text, not UTF-8; re-save it as UTF-8") from exc
+        if b"\x00" in raw[:BINARY_SNIFF_BYTES]:  # an image, archive or database saved under a note's name
+            raise NoteDecodeError(rel, f"is a binary file, not a text note (not UTF-8 at byte {exc.start})") from exc
         raise NoteDecodeError(rel, f"not valid UTF-8 (byte {exc.start}); re-save it as UTF-8") from exc
     digest = hashlib.sha256(raw).hexdigest()
     return parse_note(rel, text, sha256=digest, max_passage_chars=max_passage_chars, module=module)
@@ -191,19 +256,52 @@ def _load_yaml(rel_path: str, block: str) -> dict[str, Any]:
         raise FrontMatterError(rel_path, f"front matter is not valid YAML: {problem}", line=line) from exc
     except (ValueError, TypeError, OverflowError) as exc:  # e.g. a date such as 2026-02-30
         raise FrontMatterError(rel_path, f"front matter has a value YAML cannot build: {exc}", line=2) from exc
+    except RecursionError as exc:  # e.g. thousands of nested '[': PyYAML's parser recurses
+        raise FrontMatterError(rel_path, "front matter is nested too deeply to read", line=2) from exc
     if not isinstance(data, dict):
         kind = type(data).__name__
         raise FrontMatterError(rel_path, f"front matter must be a mapping of keys to values, got {kind}", line=2)
-    return {str(key): _json_safe(value) for key, value in data.items()}
+    budget = _ValueBudget()
+    try:
+        return {str(key): _json_safe(value, budget, 1) for key, value in data.items()}
+    except _TooComplex as exc:
+        raise FrontMatterError(rel_path, f"front matter {exc}", line=2) from None
 
 
-def _json_safe(value: Any) -> Any:
+MAX_FRONT_MATTER_DEPTH = 32
+MAX_FRONT_MATTER_VALUES = 10_000
+
+
+class _TooComplex(Exception):
+    """Front matter that refers to itself, nests too deeply or expands (through aliases) too far."""
+
+
+@dataclass
+class _ValueBudget:
+    left: int = MAX_FRONT_MATTER_VALUES
+
+
+def _json_safe(value: Any, budget: _ValueBudget, depth: int) -> Any:
+    """Plain JSON data from YAML's: dates as ISO text, non-finite floats as text, bounded in size.
+
+    YAML aliases can make a value contain itself, or expand a few lines into billions
+    of values; both are refused instead of recursing or copying without end.
+    """
+    budget.left -= 1
+    if budget.left < 0:
+        raise _TooComplex(f"expands to more than {MAX_FRONT_MATTER_VALUES:,} values (through YAML aliases?)")
+    if depth > MAX_FRONT_MATTER_DEPTH:
+        raise _TooComplex(f"nests deeper than {MAX_FRONT_MATTER_DEPTH} levels (or a YAML alias refers to itself)")
     if isinstance(value, (dt.date, dt.datetime)):
         return value.isoformat()
     if isinstance(value, Mapping):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set)):
-        return [_json_safe(v) for v in value]
+        return {str(k): _json_safe(v, budget, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v, budget, depth + 1) for v in value]
+    if isinstance(value, set):  # a YAML !!set: sorted, so the same note always gives the same metadata
+        return sorted((_json_safe(v, budget, depth + 1) for v in value), key=repr)
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)  # JSON has no NaN or Infinity: keep YAML's .nan / .inf as the text 'nan' / 'inf'
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
     return str(value)
@@ -293,11 +391,12 @@ def _passages(
 ) -> tuple[Passage, ...]:
     passages: list[Passage] = []
     used_ids: set[str] = set()
+    next_suffix: dict[str, int] = {}
     for section in sections:
         span = _trim_blank(lines, section.first, section.stop)
         if span is None or not _has_body(lines, section, span):
             continue
-        base_id = _unique(f"{module}#{slugify(section.heading)}", used_ids)
+        base_id = _unique(f"{module}#{slugify(section.heading)}", used_ids, next_suffix)
         chunks = _chunks(lines, span[0], span[1], max_chars)
         for part, (start, stop) in enumerate(chunks, 1):
             text = "\n".join(lines[start:stop])
@@ -390,10 +489,17 @@ def slugify(text: str) -> str:
     return slug or "section"
 
 
-def _unique(candidate: str, used: set[str]) -> str:
-    name, counter = candidate, 2
-    while name in used:
-        name = f"{candidate}-{counter}"
-        counter += 1
+def _unique(candidate: str, used: set[str], next_suffix: dict[str, int]) -> str:
+    """``candidate``, else ``candidate-2``, ``-3``... the first one not used yet.
+
+    ``next_suffix`` remembers where each candidate's search stopped (every lower
+    suffix is taken already), so 10,000 equal headings stay linear.
+    """
+    name = candidate
+    if name in used:
+        counter = next_suffix.get(candidate, 2)
+        while (name := f"{candidate}-{counter}") in used:
+            counter += 1
+        next_suffix[candidate] = counter + 1
     used.add(name)
     return name

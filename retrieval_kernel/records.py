@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sqlite3
+import time
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import StoreError
+from .errors import CorruptStoreError, RefreshTimeoutError, StoreError
 from .facts import NoteFacts
 from .notes import Note, Passage
 
@@ -123,23 +124,60 @@ def utc_now() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def check_deadline(deadline: float | None, doing: str) -> None:
+    """Raise ``RefreshTimeoutError`` once ``time.monotonic()`` is past ``deadline``."""
+    if deadline is not None and time.monotonic() > deadline:
+        raise RefreshTimeoutError(f"the refresh ran past its time limit while {doing}")
+
+
 class RecordStore:
     """SQLite-backed record store living in ``store_dir``."""
 
     def __init__(self, store_dir: Path) -> None:
         self.store_dir = store_dir
         self.path = store_dir / DATABASE_NAME
+        self.read_only = False
         try:
             store_dir.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.executescript(_SCHEMA)
             self._check_schema()
-        except (OSError, sqlite3.Error) as exc:
-            raise StoreError(
-                f"cannot open the record store at {self.path}: {exc}. "
-                "Delete the store folder and index again to rebuild it from the notes."
-            ) from exc
+        except sqlite3.DatabaseError as exc:
+            if _is_read_only(exc) and self.path.exists():
+                self._open_read_only(exc)
+            else:
+                raise self.corrupt(exc) from exc
+        except OSError as exc:
+            raise StoreError(f"cannot open the record store at {self.path}: {exc}") from exc
+        self._check_integrity()
+
+    def _open_read_only(self, why: sqlite3.Error) -> None:
+        """Serve an existing store that cannot be written (read-only folder or disk): queries still answer."""
+        for options in ("mode=ro", "mode=ro&immutable=1"):
+            try:
+                self._db = sqlite3.connect(f"{self.path.absolute().as_uri()}?{options}", uri=True, isolation_level=None)
+                self._check_schema()
+            except sqlite3.DatabaseError:
+                continue
+            self.read_only = True
+            return
+        raise StoreError(f"cannot open the record store at {self.path}: {why}")
+
+    def _check_integrity(self) -> None:
+        try:
+            problems = [row[0] for row in self._db.execute("PRAGMA quick_check").fetchall()]
+        except sqlite3.DatabaseError as exc:
+            raise self.corrupt(exc) from exc
+        if problems != ["ok"]:
+            raise self.corrupt("; ".join(problems[:3]))
+
+    def corrupt(self, why: object) -> CorruptStoreError:
+        """The error for a damaged store file: it names the file and the recovery command."""
+        return CorruptStoreError(
+            f"the record store {self.path} is damaged ({why}). Nothing in your notes is lost: "
+            "run `retrieval-kernel rebuild NOTES_DIR` to set it aside and rebuild everything from the notes"
+        )
 
     def close(self) -> None:
         self._db.close()
@@ -157,7 +195,10 @@ class RecordStore:
         elif int(row[0]) == 1:
             self._migrate_from_1()
         elif int(row[0]) != SCHEMA_VERSION:
-            raise StoreError(f"store schema {row[0]} is not {SCHEMA_VERSION}")
+            raise CorruptStoreError(
+                f"the record store {self.path} has schema {row[0]}, this version reads {SCHEMA_VERSION}: "
+                "run `retrieval-kernel rebuild NOTES_DIR` to rebuild it from the notes"
+            )
 
     def _migrate_from_1(self) -> None:
         """Add note facts; clearing the stored hash makes the next sync parse every note again."""
@@ -303,6 +344,14 @@ class RecordStore:
         row = self._db.execute("SELECT body FROM traces WHERE id = ?", (trace_id,)).fetchone()
         return json.loads(row[0]) if row else None
 
+    def meta(self, key: str) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.transaction() as db:
+            db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
     def store_identity(self) -> str:
         """This store's permanent random identity, made on first use.
 
@@ -322,6 +371,11 @@ class RecordStore:
                 "INSERT OR REPLACE INTO projections VALUES (?, ?, ?, ?)",
                 (state.name, state.version, state.high_water, state.built_at),
             )
+
+
+def _is_read_only(exc: sqlite3.Error) -> bool:
+    text = str(exc).lower()
+    return "readonly" in text or "read-only" in text or "unable to open" in text
 
 
 def _log(db: sqlite3.Connection, path: str, kind: str, sha256: str | None, revision: int, at: str) -> int:

@@ -5,6 +5,7 @@ Adapters (magics, CLI, evaluation) call :class:`Workspace` and nothing below it.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import json
@@ -15,30 +16,45 @@ from typing import TYPE_CHECKING, Any
 
 from . import policy
 from .assembly import assemble
-from .chroma_client import ChromaSettings, resolve_chroma
+from .chroma_client import ChromaSettings, EmbeddedStoreUnreadableError, resolve_chroma
 from .config import default_store_dir
 from .embedding import DEFAULT_EMBEDDER, go_offline
 from .errors import (
     BudgetError,
+    CorruptStoreError,
     EmptyQueryError,
     InputError,
     LaneUnavailableError,
     NotesDirError,
     QueryTooLongError,
+    RefreshBusyError,
+    RefreshTimeoutError,
     StoreError,
 )
 from .facts import NoteFacts
 from .freshness import parse_as_of
 from .fusion import reciprocal_rank_fusion
-from .indexing import SyncReport, pending_changes, refresh_lock, sync_notes
+from .indexing import LOCK_NAME, SyncReport, pending_stats, refresh_lock, sync_notes
 from .lanes import DENSE_MIN_COSINE, LaneRun, run_dense, run_identity, run_lexical, unavailable
-from .lexical import LexicalProjection, analyze
+from .lexical import LexicalProjection, LexicalUnreadableError, analyze
 from .links import LinkGraph, NoteRef, build_links
 from .live import LiveCheck
 from .notes import DEFAULT_MAX_PASSAGE_CHARS
 from .packet import DEFAULT_BUDGET_LIMIT, DEFAULT_BUDGET_UNIT, Budget, LaneReport, Packet
 from .policy import Candidate, Request, Selection
 from .records import RecordStore, StoredPassage, utc_now
+from .refresh import (
+    CONSISTENT,
+    FAILED_WITH_LAST_GOOD,
+    LAST_REFRESH_KEY,
+    REFRESHING,
+    STALE,
+    Debounce,
+    RefreshOutcome,
+    RefreshPolicy,
+    RefreshRecord,
+    Watcher,
+)
 from .trace import build_trace
 
 if TYPE_CHECKING:
@@ -91,20 +107,6 @@ LEAD_PASSAGE_MIN_WORDS = 25  # a successor pulled in for a superseded note is sh
 GENERIC_PASSAGE_FRACTION = 0.5
 GENERIC_MIN_PASSAGES = 8
 
-# Projection states.
-CONSISTENT = "consistent"
-STALE = "stale"
-FAILED_WITH_LAST_GOOD = "failed-with-last-good"
-
-
-@dataclass(frozen=True)
-class RefreshOutcome:
-    """The projection state after trying to bring it up to date."""
-
-    state: str
-    report: SyncReport | None
-    error: str | None = None
-
 
 class Workspace:
     """One notes root and its store: index it, query it, report its state.
@@ -114,6 +116,9 @@ class Workspace:
     live (``"embedded"``, ``"http://host:port"`` or :class:`ChromaSettings`; default:
     ``RETRIEVAL_KERNEL_CHROMA_URL``, then pyproject, then embedded). A lane that cannot
     run is reported ``unavailable`` with its reason while the others still answer.
+    ``refresh`` (``off``, ``on-query``, ``watch``), ``debounce``, ``refresh_timeout``
+    and ``watch_interval`` (seconds) say when the projections catch up with the notes
+    (see :mod:`retrieval_kernel.refresh`); ``index_clock`` stamps index times.
     """
 
     def __init__(
@@ -127,6 +132,11 @@ class Workspace:
         reranker: Reranker | None = None,
         live_checks: Sequence[LiveCheck] = (),
         chroma: str | ChromaSettings | None = None,
+        refresh: str = "on-query",
+        debounce: float = 0.0,
+        refresh_timeout: float | None = None,
+        watch_interval: float = 1.0,
+        index_clock: Callable[[], str] = utc_now,
     ) -> None:
         self.notes_dir = Path(notes_dir)
         if not self.notes_dir.is_dir():
@@ -139,15 +149,27 @@ class Workspace:
         self.candidate_pool = CANDIDATE_POOL
         self.reranker = reranker
         self.live_checks = tuple(live_checks)
+        self.policy = RefreshPolicy.checked(refresh, debounce, refresh_timeout, watch_interval)
+        self.index_clock = index_clock  # when notes count as indexed (ISO 8601 UTC); fixed in demos and tests
         # Where the dense vectors live: "embedded", a server URL, or settings (else env var, pyproject, embedded).
         self.chroma = resolve_chroma(chroma)
-        self.records = RecordStore(self.store_dir)
-        self.lexical = LexicalProjection(self.store_dir)
+        try:
+            self.records = RecordStore(self.store_dir)
+        except CorruptStoreError as exc:
+            raise CorruptStoreError(str(exc).replace("NOTES_DIR", str(self.notes_dir))) from exc
+        self.lexical = LexicalProjection(self.store_dir, records=self.records)
         self._dense: DenseProjection | None = None
         self.lane_errors: dict[str, str] = {}
         self._views: dict[tuple[int, frozenset[str]], _ScopeView] = {}
+        self._debounce = Debounce(self.policy.debounce)
+        self._watcher: Watcher | None = None
+        self.watched_pending = 0  # notes the watcher last saw changed on disk and not yet indexed
+        self.last_refresh: RefreshRecord | None = None
+        if self.policy.mode == "watch":
+            self.watch()
 
     def close(self) -> None:
+        self.stop_watching()
         self.lexical.close()
         if self._dense is not None:
             self._dense.close()
@@ -172,37 +194,149 @@ class Workspace:
             self._dense = DenseProjection(self.store_dir, self.embedder, chroma=self.chroma, store_id=identity)
         return self._dense
 
-    # ------------------------------------------------------------ indexing
+    # ------------------------------------------------------------ indexing and refreshing
 
-    def index(self) -> SyncReport:
+    def index(self, wait: bool = True) -> SyncReport:
         """Bring the record store and every projection up to date (incrementally).
 
-        A dense-lane failure does not stop indexing: it is kept in ``lane_errors``
-        and the packet reports the lane ``unavailable``.
+        Holds the store's refresh lock; with ``wait=False`` a lock held elsewhere raises
+        ``RefreshBusyError``. Past the policy's ``timeout`` it raises ``RefreshTimeoutError``
+        (every note finished so far is kept; projections keep their last good version).
+        A dense-lane failure does not stop indexing: it is kept in ``lane_errors`` and
+        the packet reports the lane ``unavailable``.
         """
-        with refresh_lock(self.store_dir):
-            report = sync_notes(self.notes_dir, self.records, self.max_passage_chars)
-            self.lexical.sync(self.records)
-            if "dense" in self.lanes:
-                self._sync_dense()
+        deadline = self.policy.deadline()
+        with refresh_lock(self.store_dir, wait=wait):
+            try:
+                report = sync_notes(self.notes_dir, self.records, self.max_passage_chars, deadline, self.index_clock)
+                self.lexical.sync(self.records, deadline)
+                if "dense" in self.lanes:
+                    self._sync_dense()
+            except BaseException as exc:
+                self._remember(RefreshRecord(self.index_clock(), _result_of(exc), f"{exc}"))
+                raise
+        rebuilt = [f"lexical: {self.lexical.rebuilt_because}"] if self.lexical.rebuilt_because else []
+        if self._dense is not None and self._dense.rebuilt_because:
+            rebuilt.append(f"dense: {self._dense.rebuilt_because}")
+        self._remember(
+            RefreshRecord(
+                self.index_clock(),
+                "ok",
+                self.lane_errors.get("dense"),
+                len(report.added),
+                len(report.updated),
+                len(report.deleted),
+                [problem.message for problem in report.problems],
+                rebuilt,
+            )
+        )
         return report
 
     def _sync_dense(self) -> None:
         try:
-            self.dense.sync(self.records)
+            try:
+                self.dense.sync(self.records)
+            except EmbeddedStoreUnreadableError as exc:  # damaged Chroma files: derived data, so rebuild them
+                self.dense.discard_embedded()
+                self.dense.sync(self.records)
+                self.dense.rebuilt_because = str(exc)
             self.lane_errors.pop("dense", None)
         except StoreError:
             raise
         except Exception as exc:  # the model or Chroma failed: the lane is unavailable, say why
             self.lane_errors["dense"] = f"{type(exc).__name__}: {exc}"
 
-    def refresh(self) -> RefreshOutcome:
-        """Like :meth:`index`, but a failure keeps the last good projection and says so."""
+    def refresh(self, wait: bool = False) -> RefreshOutcome:
+        """Like :meth:`index`, but never raises: a failure keeps the last good projections and says so.
+
+        ``wait=False`` (what queries use) answers ``refreshing`` at once when another
+        process or thread is publishing a refresh.
+        """
         try:
-            report = self.index()
+            report = self.index(wait=wait)
+        except RefreshBusyError as exc:
+            return RefreshOutcome(REFRESHING, None, f"{exc}; answering from the last good index", self._pending())
         except (StoreError, OSError) as exc:
-            return RefreshOutcome(FAILED_WITH_LAST_GOOD, None, f"refresh failed, serving the last good index: {exc}")
+            message = f"refresh failed, serving the last good index: {exc}"
+            return RefreshOutcome(FAILED_WITH_LAST_GOOD, None, message, self._pending())
+        self._debounce.reset()
         return RefreshOutcome(CONSISTENT, report)
+
+    def _remember(self, record: RefreshRecord) -> None:
+        """Keep the refresh's result for ``status`` (in the store when it can be written)."""
+        self.last_refresh = record
+        with contextlib.suppress(StoreError):  # a read-only store: the result stays in this process
+            self.records.set_meta(LAST_REFRESH_KEY, record.to_json())
+
+    def prepare(self, refresh: bool = True) -> RefreshOutcome:
+        """Apply the refresh policy before a query; the outcome is what the packet reports."""
+        if not refresh or self.policy.mode == "off":
+            return self.observe()
+        if self.policy.mode == "watch":  # the watcher's last check (at most one interval old): no stat walk here
+            self.watch()
+            return self.observe(pending=self.watched_pending)
+        changes = self._pending_stats()
+        pending = len(changes)
+        if self._debounce.waiting(tuple(changes)):
+            return self._stale(pending)
+        if pending or self._behind() or "dense" in self.lane_errors:
+            return self.refresh()
+        return self.observe(pending=0)
+
+    def observe(self, pending: int | None = None) -> RefreshOutcome:
+        """The projections' state without refreshing: refreshing, stale (with lag) or consistent."""
+        pending = self._pending() if pending is None else pending
+        if _lock_is_held(self.store_dir):
+            return RefreshOutcome(
+                REFRESHING, None, "a refresh is being published; answering from the last good index", pending
+            )
+        behind = pending or self._behind()
+        last = self.last_refresh or RefreshRecord.from_json(self.records.meta(LAST_REFRESH_KEY))
+        if behind and last is not None and last.result != "ok":  # also a failure another process recorded
+            error = f"the last refresh failed ({last.error}); answering from the last good index"
+            return RefreshOutcome(FAILED_WITH_LAST_GOOD, None, error, pending)
+        return self._stale(pending) if behind else RefreshOutcome(CONSISTENT, None, None, 0)
+
+    def _stale(self, pending: int) -> RefreshOutcome:
+        why = (
+            f"{pending} note(s) changed on disk are not indexed yet"
+            if pending
+            else "a projection is behind the record store"
+        )
+        return RefreshOutcome(STALE, None, f"{why}; answering from the last good index", pending)
+
+    def _pending(self) -> int:
+        """How many notes changed on disk since the change log last heard of them."""
+        return len(self._pending_stats())
+
+    def _pending_stats(self) -> list[tuple[str, int, int]]:
+        try:
+            return pending_stats(self.notes_dir, self.records)
+        except OSError:
+            return []
+
+    def _behind(self) -> bool:
+        """Whether a built projection of this workspace's lanes lags the change log."""
+        newest = self.records.high_water()
+        names = [lane for lane in ("lexical", "dense") if lane in self.lanes]
+        states = [self.records.projection(name) for name in names]
+        return any(state is None or state.high_water < newest for state in states)
+
+    def watch(self) -> None:
+        """Start the background watcher (idempotent); it refreshes on its own store connections."""
+        if self._watcher is not None and self._watcher.running:
+            return
+        shadow = _Shadow(self)
+        self._watcher = Watcher(shadow.poll, self.policy.interval).start()
+
+    def stop_watching(self) -> None:
+        if self._watcher is not None:
+            self._watcher.stop()
+            self._watcher = None
+
+    @property
+    def watching(self) -> bool:
+        return self._watcher is not None and self._watcher.running
 
     def lane_availability(self) -> dict[str, str | None]:
         """Each lane of this workspace: ``None`` when it can run, else why not (no query is run).
@@ -213,7 +347,49 @@ class Workspace:
 
     def pending_changes(self) -> bool:
         """Whether the notes differ from the store by path, size or mtime (no hashing)."""
-        return pending_changes(self.notes_dir, self.records)
+        return bool(self._pending())
+
+    def status(self) -> dict[str, Any]:
+        """Each projection's version, high-water mark and lag; the last refresh; the current state."""
+        outcome = self.observe()
+        newest = self.records.high_water()
+        stored = RefreshRecord.from_json(self.records.meta(LAST_REFRESH_KEY))
+        last = self.last_refresh or stored
+        projections = []
+        for name in [lane for lane in ("lexical", "dense") if lane in self.lanes]:
+            state = self.records.projection(name)
+            problem = self.lane_errors.get(name)
+            if name == "lexical" and state is not None:
+                problem = problem or self.lexical.problem()
+            projections.append(
+                {
+                    "name": name,
+                    "version": state.version if state else None,
+                    "high_water": state.high_water if state else None,
+                    "lag": (newest - state.high_water if state else newest) + outcome.pending,
+                    "built_at": state.built_at if state else None,
+                    "problem": problem if state else problem or "not built yet: index the notes",
+                }
+            )
+        return {
+            "notes_dir": str(self.notes_dir),
+            "store_dir": str(self.store_dir),
+            "state": outcome.state,
+            "refresh": {"mode": self.policy.mode, "debounce": self.policy.debounce, "timeout": self.policy.timeout},
+            "watching": self.watching,
+            "record_store": {
+                "path": str(self.records.path),
+                "documents": len(self.records.documents()),
+                "passages": self.records.passage_count(),
+                "high_water": newest,
+                "read_only": self.records.read_only,
+            },
+            "pending_notes": outcome.pending,
+            "projections": projections,
+            "last_refresh": None if last is None else json.loads(last.to_json()),
+            "last_error": (last.error if last is not None and last.result != "ok" else None)
+            or (self._watcher.last_error if self._watcher else None),
+        }
 
     # ------------------------------------------------------------ querying
 
@@ -242,9 +418,11 @@ class Workspace:
             raise BudgetError(f"top must be between 1 and {MAX_TOP}, not {top}")
         chosen = checked_lanes(lanes) if lanes is not None else self.lanes
         request = Request(parse_as_of(as_of), checked_scopes(scopes), checked_intent(intent), audit)
-        outcome = self.refresh() if refresh else self._unrefreshed()
+        outcome = self.prepare(refresh)
         view = self._scope_view(request.scopes)
-        runs = self.run_lanes(query, chosen, stale=outcome.state == STALE, hidden=view.hidden)
+        runs = self.run_lanes(
+            query, chosen, stale=outcome.state != CONSISTENT, hidden=view.hidden, pending=outcome.pending
+        )
         reports = tuple(run.report for run in runs.values())
         scope_filtered = len(frozenset().union(*(run.hidden for run in runs.values())))
         abstention = self._abstention(query, runs, view, scope_filtered)
@@ -275,28 +453,52 @@ class Workspace:
         self._keep_trace(packet, request, runs, ranked, selection)
         return packet
 
-    def _unrefreshed(self) -> RefreshOutcome:
-        return RefreshOutcome(STALE if self.pending_changes() else CONSISTENT, None)
-
     def run_lanes(
-        self, query: str, lanes: Sequence[str], stale: bool = False, hidden: frozenset[str] = frozenset()
+        self,
+        query: str,
+        lanes: Sequence[str],
+        stale: bool = False,
+        hidden: frozenset[str] = frozenset(),
+        pending: int = 0,
     ) -> dict[str, LaneRun]:
         """Run each chosen lane on ``query``; a lane that cannot run is reported, not raised.
 
         ``hidden`` passages (outside the caller's scopes) are dropped inside each lane,
-        before counting, thresholds and ranks.
+        before counting, thresholds and ranks. ``pending`` notes changed on disk count
+        in every lane's lag.
         """
         runs: dict[str, LaneRun] = {}
         if "identity" in lanes:
-            runs["identity"] = run_identity(query, self.records, self.candidate_pool, hidden)
+            runs["identity"] = run_identity(query, self.records, self.candidate_pool, hidden, stale, pending)
         if "lexical" in lanes:
-            runs["lexical"] = run_lexical(query, self.records, self.lexical, self.candidate_pool, stale, hidden)
+            runs["lexical"] = self._run_lexical(query, stale, hidden, pending)
         if "dense" in lanes:
-            runs["dense"] = self._run_dense(query, stale, hidden)
+            runs["dense"] = self._run_dense(query, stale, hidden, pending)
         return runs
 
-    def _run_dense(self, query: str, stale: bool, hidden: frozenset[str] = frozenset()) -> LaneRun:
-        from .dense import NAME, score_basis
+    def _run_lexical(self, query: str, stale: bool, hidden: frozenset[str], pending: int) -> LaneRun:
+        """The lexical lane; an unreadable index is rebuilt from the record store, else reported."""
+        try:
+            return run_lexical(query, self.records, self.lexical, self.candidate_pool, stale, hidden, pending)
+        except LexicalUnreadableError as exc:
+            problem = str(exc)
+        try:  # the record store holds every passage: rebuild the projection from it, then answer
+            with refresh_lock(self.store_dir, wait=False):
+                state = self.records.projection("lexical")
+                self.lexical.rebuild(self.records, (state.version if state else 0) + 1, self.policy.deadline())
+            return run_lexical(query, self.records, self.lexical, self.candidate_pool, stale, hidden, pending)
+        except (LexicalUnreadableError, LaneUnavailableError, StoreError, OSError) as exc:
+            return unavailable("lexical", self.lexical.score_basis, f"{problem}; rebuilding it failed: {exc}")
+
+    def _repair_dense(self) -> None:
+        """Rebuild a missing or damaged dense projection from the record store (if nobody else is publishing)."""
+        with refresh_lock(self.store_dir, wait=False):
+            self._sync_dense()
+        if "dense" in self.lane_errors:
+            raise LaneUnavailableError(self.lane_errors["dense"])
+
+    def _run_dense(self, query: str, stale: bool, hidden: frozenset[str] = frozenset(), pending: int = 0) -> LaneRun:
+        from .dense import NAME, StaleCollectionError, score_basis
 
         basis = score_basis(f"all-MiniLM-L6-v2:{self.embedder}")
         if "dense" in self.lane_errors:
@@ -305,13 +507,19 @@ class Workspace:
         if state is None:
             return unavailable(NAME, basis, "the dense projection has not been built: index the notes")
         try:
-            dense = self.dense
-            basis = score_basis(dense.embedder_name)
-            found = dense.search(query, self.candidate_pool + len(hidden), state)
+            try:
+                found = self.dense.search(query, self.candidate_pool + len(hidden), state)
+            except (StaleCollectionError, EmbeddedStoreUnreadableError):  # missing or damaged: rebuild, then answer
+                self._repair_dense()
+                state = self.records.projection(NAME) or state
+                found = self.dense.search(query, self.candidate_pool + len(hidden), state)
+            basis = score_basis(self.dense.embedder_name)
             hits = [(h.passage_id, h.score) for h in found]
         except Exception as exc:  # the model or Chroma failed: the lane is unavailable, say why
             return unavailable(NAME, basis, f"{type(exc).__name__}: {exc}")
-        return run_dense(hits, self.records, NAME, basis, stale, self.dense_min_cosine, hidden, self.candidate_pool)
+        return run_dense(
+            hits, self.records, NAME, basis, stale, self.dense_min_cosine, hidden, self.candidate_pool, pending
+        )
 
     # ------------------------------------------------------------ scope, links, traces
 
@@ -504,3 +712,76 @@ def _trace_id(query: str, request: Request, budget: Budget, top: int, lanes: tup
     caller = [request.as_of.isoformat(), sorted(request.scopes), request.intent, request.audit]
     material = [query, caller, budget.unit, budget.limit, top, states]
     return hashlib.sha256(json.dumps(material).encode()).hexdigest()[:16]
+
+
+def rebuild(notes_dir: str | Path, store_dir: str | Path | None = None, **options: Any) -> SyncReport:
+    """Set the record store aside (kept as ``records.sqlite3.damaged-<time>``), drop every projection,
+    and build everything again from the notes. The recovery for a damaged store."""
+    from .refresh import set_aside
+
+    notes = Path(notes_dir)
+    if not notes.is_dir():
+        raise NotesDirError(f"notes directory {notes} does not exist or is not a directory")
+    store = Path(store_dir) if store_dir is not None else default_store_dir(notes)
+    store.mkdir(parents=True, exist_ok=True)
+    with refresh_lock(store, wait=True):
+        set_aside(store, utc_now().replace(":", ""))
+    with Workspace(notes, store, **options) as workspace:
+        return workspace.index()
+
+
+def _lock_is_held(store_dir: Path) -> bool:
+    """Whether someone holds the store's refresh lock right now (probed without waiting)."""
+    if not (store_dir / LOCK_NAME).exists():
+        return False
+    try:
+        with refresh_lock(store_dir, wait=False):
+            return False
+    except RefreshBusyError:
+        return True
+    except StoreError:
+        return False  # a read-only store: nobody can be publishing into it
+
+
+def _result_of(exc: BaseException) -> str:
+    if isinstance(exc, RefreshBusyError):
+        return "busy"
+    if isinstance(exc, RefreshTimeoutError):
+        return "timeout"
+    return "failed"
+
+
+class _Shadow:
+    """The watcher's own workspace on the same notes and store (its own connections, in its thread)."""
+
+    def __init__(self, owner: Workspace) -> None:
+        self._owner = owner
+        self._workspace: Workspace | None = None
+        self._debounce = Debounce(owner.policy.debounce)
+
+    def poll(self) -> None:
+        if self._workspace is None:
+            owner = self._owner
+            self._workspace = Workspace(
+                owner.notes_dir,
+                owner.store_dir,
+                owner.max_passage_chars,
+                owner.lanes,
+                owner.embedder,
+                owner.dense_min_cosine,
+                chroma=owner.chroma,
+                refresh="off",
+                refresh_timeout=owner.policy.timeout,
+                index_clock=owner.index_clock,
+            )
+        workspace = self._workspace
+        changes = workspace._pending_stats()
+        pending = self._owner.watched_pending = len(changes)
+        if self._debounce.waiting(tuple(changes)):
+            return
+        if pending or workspace._behind():
+            outcome = workspace.refresh()
+            self._owner.last_refresh = workspace.last_refresh
+            if outcome.state == CONSISTENT:
+                self._debounce.reset()
+                self._owner.watched_pending = workspace._pending()

@@ -233,12 +233,15 @@ def test_refresh_false_notices_added_and_deleted_notes(ws_for) -> None:
 def test_failed_refresh_serves_the_last_good_index(ws_for, monkeypatch) -> None:
     ws = ws_for({"g.md": note("2026-10-01")})
 
-    def read_only(self):
+    def read_only(self, wait=True):
         raise StoreError(f"attempt to write a readonly database at {self.store_dir / DATABASE_NAME}")
 
     monkeypatch.setattr(Workspace, "index", read_only)
+    assert ws.query("gearbox", as_of=AS_OF).projection == "consistent"  # nothing changed: nothing to refresh
+    (ws.notes_dir / "h.md").write_text(note(None, body="a new note about the gearbox"))
     packet = ws.query("gearbox", as_of=AS_OF)
     assert packet.projection == "failed-with-last-good"
+    assert all(lane.lag == 1 for lane in packet.lanes if lane.name != "identity")
     assert any("refresh failed" in w and "readonly" in w for w in packet.warnings)
     assert not packet.abstained
     assert packet.evidence[0].path == "g.md"
