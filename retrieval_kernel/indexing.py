@@ -13,6 +13,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import itertools
+import json
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -20,10 +21,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .errors import NoteError, RefreshBusyError, StoreError
-from .notes import DEFAULT_MAX_PASSAGE_CHARS, Note, default_module, discover_notes, note_from_bytes
+from .notes import DEFAULT_MAX_PASSAGE_CHARS, Note, default_module, discover_notes, note_from_bytes, scan_notes
 from .records import RecordStore, StoredDocument, check_deadline, utc_now
 
 LOCK_NAME = "refresh.lock"
+STANDING_KEY = "standing_warnings"  # meta key: what is still wrong, by note path ("" for the folder)
 READ_ATTEMPTS = 3  # reads of a note that keeps changing while it is read, before it is reported
 
 
@@ -34,6 +36,10 @@ class Problem:
     path: str
     message: str
     kept_last_good: bool
+
+    @property
+    def warning(self) -> str:
+        return f"{self.message} ({'last good revision kept' if self.kept_last_good else 'not indexed'})"
 
 
 @dataclass(frozen=True)
@@ -91,11 +97,15 @@ def sync_notes(
     added: list[str] = []
     updated: list[str] = []
     problems: list[Problem] = []
-    warnings: list[str] = []
+    scan = scan_notes(notes_root)
+    warnings: list[str] = list(scan.skipped)
     unchanged = 0
     seen: set[str] = set()
     modules = {doc.module: doc.path for doc in stored.values()}
-    for path in discover_notes(notes_root):
+    standing = standing_warnings(records)
+    before = standing.to_json()
+    standing.folder = list(scan.skipped)
+    for path in scan.paths:
         rel = path.relative_to(notes_root).as_posix()
         seen.add(rel)
         stat = path.stat()
@@ -108,10 +118,14 @@ def sync_notes(
             note, stat = _read_settled(notes_root, path, modules, max_passage_chars)
         except NoteError as exc:
             problems.append(Problem(rel, str(exc), kept_last_good=previous is not None))
+            standing.problems[rel] = [problems[-1].warning]
             continue
         except OSError as exc:  # vanished or unreadable between listing and reading
             problems.append(Problem(rel, f"{rel}: cannot be read: {exc}", kept_last_good=previous is not None))
+            standing.problems[rel] = [problems[-1].warning]
             continue
+        standing.problems.pop(rel, None)
+        standing.notes[rel] = list(note.warnings)
         if previous and previous.sha256 == note.sha256:
             records.touch(rel, stat.st_size, stat.st_mtime_ns)
             unchanged += 1
@@ -123,7 +137,39 @@ def sync_notes(
     deleted = sorted(set(stored) - seen)
     for rel in deleted:
         records.delete(rel, now())
+    standing.keep_only(seen)
+    if standing.to_json() != before:
+        records.set_meta(STANDING_KEY, standing.to_json())
     return SyncReport(tuple(added), tuple(updated), tuple(deleted), unchanged, tuple(problems), tuple(warnings))
+
+
+@dataclass
+class StandingWarnings:
+    """What the last refreshes found still wrong, kept in the store so every later packet can say it.
+
+    ``folder``: entries discovery did not follow (links out of the folder, loops);
+    ``problems``: notes that cannot be read (their last good revision serves), by path;
+    ``notes``: warnings about notes that were read (an id already taken, an unknown status), by path.
+    A note's entries last until it is read again or deleted.
+    """
+
+    folder: list[str] = field(default_factory=list)
+    problems: dict[str, list[str]] = field(default_factory=dict)
+    notes: dict[str, list[str]] = field(default_factory=dict)
+
+    def keep_only(self, paths: set[str]) -> None:
+        self.problems = {path: texts for path, texts in self.problems.items() if texts and path in paths}
+        self.notes = {path: texts for path, texts in self.notes.items() if texts and path in paths}
+
+    def to_json(self) -> str:
+        return json.dumps({"folder": self.folder, "problems": self.problems, "notes": self.notes}, sort_keys=True)
+
+
+def standing_warnings(records: RecordStore) -> StandingWarnings:
+    """The standing warnings of this store (empty when none were recorded)."""
+    text = records.meta(STANDING_KEY)
+    data = json.loads(text) if text else {}
+    return StandingWarnings(list(data.get("folder", [])), dict(data.get("problems", {})), dict(data.get("notes", {})))
 
 
 def _read_settled(root: Path, path: Path, modules: dict[str, str], max_chars: int) -> tuple[Note, os.stat_result]:

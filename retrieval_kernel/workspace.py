@@ -34,7 +34,15 @@ from .errors import (
 from .facts import NoteFacts
 from .freshness import parse_as_of
 from .fusion import reciprocal_rank_fusion
-from .indexing import LOCK_NAME, SyncReport, pending_stats, refresh_lock, sync_notes
+from .indexing import (
+    LOCK_NAME,
+    StandingWarnings,
+    SyncReport,
+    pending_stats,
+    refresh_lock,
+    standing_warnings,
+    sync_notes,
+)
 from .lanes import DENSE_MIN_COSINE, LaneRun, run_dense, run_identity, run_lexical, unavailable
 from .lexical import LexicalProjection, LexicalUnreadableError, analyze
 from .links import LinkGraph, NoteRef, build_links
@@ -426,6 +434,12 @@ class Workspace:
         reports = tuple(run.report for run in runs.values())
         scope_filtered = len(frozenset().union(*(run.hidden for run in runs.values())))
         abstention = self._abstention(query, runs, view, scope_filtered)
+        ranked = [] if abstention == ABSTAIN_UNDERSPECIFIED else self.rank(runs)
+        if self.reranker is not None:
+            from .rerank import rerank
+
+            ranked = rerank(query, ranked, self.reranker)
+        read = {candidate.stored.passage.path for candidate in ranked[:top]}
         shell = Packet(
             query=query,
             as_of=request.as_of.isoformat(),
@@ -436,17 +450,12 @@ class Workspace:
             abstained=True,
             abstention_reason=abstention,
             exclusions={policy.SCOPE: scope_filtered},
-            warnings=_warnings(outcome, view),
+            warnings=_warnings(outcome, view, standing_warnings(self.records), read),
             trace_id=_trace_id(query, request, budget, top, reports),
             scopes=tuple(sorted(request.scopes)),
             intent=request.intent,
             source_root=str(self.notes_dir.resolve()),
         )
-        ranked = [] if abstention == ABSTAIN_UNDERSPECIFIED else self.rank(runs)
-        if self.reranker is not None:
-            from .rerank import rerank
-
-            ranked = rerank(query, ranked, self.reranker)
         selection = policy.select(ranked, request, view.links, view.facts, self._lead_passage(view), top)
         packet = assemble(shell, selection, request.as_of, self.live_checks)
         packet = replace(packet, trace_id=_outcome_id(packet))  # same length: budget.used is unchanged
@@ -664,6 +673,8 @@ def budget_from(max_bytes: int | None, max_chars: int | None) -> Budget:
 
 
 def _checked_query(text: str) -> str:
+    if text is not None and not isinstance(text, str):
+        raise InputError(f"the query must be text, not {type(text).__name__}")
     query = (text or "").strip()
     if not query:
         raise EmptyQueryError("the query is empty: ask a question or give key words")
@@ -674,22 +685,20 @@ def _checked_query(text: str) -> str:
     return query
 
 
-def _warnings(outcome: RefreshOutcome, view: _ScopeView) -> tuple[str, ...]:
-    """The refresh's warnings this caller may see.
+def _warnings(outcome: RefreshOutcome, view: _ScopeView, standing: StandingWarnings, read: set[str]) -> tuple[str, ...]:
+    """The warnings this packet carries: the refresh's state, what is wrong in the folder, notes that
+    cannot be read (their last good revision serves), and warnings about the notes it draws on.
 
     When some notes are outside the caller's scopes, a warning is shown only if it names
     a note the caller can see and none it cannot; the rest are counted, never quoted.
     """
     warnings = [outcome.error] if outcome.error else []
-    if outcome.report is None:
-        return tuple(warnings)
-    problems = [
-        (f"{p.message} ({'last good revision kept' if p.kept_last_good else 'not indexed'})", (p.path,))
-        for p in outcome.report.problems
-    ]
-    notes = [(text, tuple(path for path in view.all_paths if path in text)) for text in outcome.report.warnings]
+    folder = [(text, ()) for text in standing.folder]
+    problems = [(text, (path,)) for path, texts in sorted(standing.problems.items()) for text in texts]
+    about = [text for path in sorted(read & standing.notes.keys()) for text in standing.notes[path]]
+    notes = [(text, tuple(path for path in view.all_paths if path in text)) for text in about]
     withheld = 0
-    for text, paths in [*problems, *notes]:
+    for text, paths in [*folder, *problems, *notes]:
         if not view.hidden_paths or (paths and all(path in view.facts for path in paths)):
             warnings.append(text)
         else:

@@ -1,0 +1,510 @@
+"""Applicability selection: capsules, conditions, the rule selector, the judge fallback, adapters."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from retrieval_kernel import Workspace
+from retrieval_kernel.applicability import (
+    BELOW_THRESHOLD,
+    CONTRADICTING_CONDITION,
+    DIAGNOSTIC_NO_CLAIMS,
+    DISPUTED,
+    DUPLICATE_RULE,
+    FEATURES,
+    SUPERSEDED,
+    UNKNOWN_CONDITION,
+    CandidateRecord,
+    Capsule,
+    JudgeSelector,
+    PassageRef,
+    RuleSelector,
+    Thresholds,
+    check_conditions,
+    clause_texts,
+    conditions_from_text,
+    parse_conditions,
+    select_applicable,
+)
+from retrieval_kernel.cli import main
+from retrieval_kernel.errors import InputError
+
+# Hand-set parameters: the score is driven by how much of the query (and of its best part)
+# a record's capsule covers, so these tests do not depend on the calibrated file.
+WEIGHTS = dict.fromkeys(FEATURES, 0.0) | {"capsule_coverage": 6.0, "clause_coverage": 6.0, "coverage": 2.0}
+PARAMS = Thresholds(weights=tuple(WEIGHTS[name] for name in FEATURES), bias=-5.0, min_first=0.5, min_keep=0.5)
+
+
+def lesson(
+    record: str,
+    title: str,
+    claims: list[str],
+    body: str = "",
+    applies_when: dict[str, object] | None = None,
+    status: str = "active",
+    rule: str | None = None,
+    kind: str = "lesson",
+    critical: bool = False,
+    superseded_by: str | None = None,
+) -> str:
+    """A lesson note with its claim capsule in the front matter."""
+    lines = ["---", f"id: {record}", f"title: {title}", f"kind: {kind}", "claims:"]
+    lines += [f"- {json.dumps(claim)}" for claim in claims] or ["  []"]
+    if claims == []:
+        lines[-1] = "claims: []"
+        lines.pop(-2)
+    if applies_when:
+        lines.append("applies_when:")
+        lines += [f"  {key}: {json.dumps(value)}" for key, value in applies_when.items()]
+    lines.append(f"status: {status}")
+    if superseded_by:
+        lines.append(f"superseded_by: {superseded_by}")
+    lines.append(f"rule: {rule or record}")
+    lines.append(f"critical: {'true' if critical else 'false'}")
+    lines += [
+        "evidence:",
+        "  supports: ['INC-1: it happened']",
+        "  contradicts: []",
+        "---",
+        f"# {title}",
+        "",
+        body or " ".join(claims),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+LESSONS = {
+    "hooks/raw-body.md": lesson(
+        "hooks-raw-body",
+        "Verify webhook signatures over the raw request body",
+        ["Compute the HMAC signature over the raw request body bytes before parsing JSON."],
+        applies_when={"signature_input": "raw-body"},
+        rule="signature-over-raw-body",
+        critical=True,
+    ),
+    "hooks/raw-bytes.md": lesson(
+        "hooks-raw-bytes",
+        "HMAC the raw bytes of the webhook body",
+        ["Feed the raw body bytes of the webhook into the HMAC signature check."],
+        applies_when={"signature_input": "raw-body"},
+        rule="signature-over-raw-body",
+    ),
+    "hooks/canonical.md": lesson(
+        "hooks-canonical-json",
+        "Verify webhook signatures over canonical JSON",
+        ["Canonicalise the JSON body (sorted keys) before computing the HMAC signature."],
+        applies_when={"signature_input": "canonical-json"},
+        rule="signature-over-canonical-json",
+    ),
+    "hooks/compare.md": lesson(
+        "hooks-constant-time",
+        "Compare webhook signatures in constant time",
+        ["Compare the computed signature with the header value using a constant-time comparison."],
+        rule="constant-time-compare",
+    ),
+    "hooks/replay-old.md": lesson(
+        "hooks-replay-15m",
+        "Allow a 15-minute replay window for webhook timestamps",
+        ["Accept webhook timestamps within 900 seconds to stop replayed requests."],
+        status="superseded",
+        superseded_by="hooks-replay-5m",
+        rule="replay-window-old",
+    ),
+    "hooks/replay-new.md": lesson(
+        "hooks-replay-5m",
+        "Reject replayed webhook requests older than five minutes",
+        ["Reject webhook timestamps older than 300 seconds to stop replayed requests."],
+        rule="replay-window",
+    ),
+    "hooks/drop-old.md": lesson(
+        "hooks-drop-out-of-order",
+        "Drop out-of-order webhook events",
+        ["Drop webhook events older than the last applied event."],
+        status="disputed",
+    ),
+    "hooks/diag.md": lesson(
+        "hooks-diag-401",
+        "Signature check 401s on staging",
+        [],
+        body="Webhook signature checks return 401 on staging for large payloads. Still investigating.",
+        kind="diagnostic",
+    ),
+    "cache/shared.md": lesson(
+        "cache-shared-key",
+        "One cache entry per resource for shared reference data",
+        ["For shared data, store one cache entry per resource that everyone reads."],
+        applies_when={"data": "shared"},
+    ),
+    "cache/per-customer.md": lesson(
+        "cache-per-customer-key",
+        "Prefix per-customer cache keys with the tenant",
+        ["For per-customer data, prefix every cache key with the tenant id."],
+        applies_when={"data": ["per-customer", "per-user"]},
+    ),
+}
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, make_notes) -> Workspace:
+    ws = Workspace(make_notes(LESSONS), store_dir=tmp_path / "store", lanes=("lexical",))
+    ws.index()
+    yield ws
+    ws.close()
+
+
+def select(ws: Workspace, query: str, **kwargs: object):
+    return select_applicable(ws, query, selector=RuleSelector(PARAMS), **kwargs)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- capsules and conditions
+
+
+def test_capsule_copies_front_matter_as_written() -> None:
+    metadata = {
+        "title": "T",
+        "kind": "lesson",
+        "claims": ["Use X-Signature-256, not X-Hub-Signature."],
+        "applies_when": {"signature_input": "raw-body", "Data": ["Per Customer", "shared"]},
+        "status": "active",
+        "rule": "r1",
+        "critical": True,
+        "evidence": {"supports": ["INC-2291"], "contradicts": ["INC-1"]},
+        "superseded_by": "next",
+    }
+    capsule = Capsule.from_metadata("a", "a.md", "heading", metadata)
+    assert capsule.claims == ("Use X-Signature-256, not X-Hub-Signature.",)  # exact identifiers kept verbatim
+    assert capsule.status == "current" and capsule.status_text == "active"
+    assert capsule.applies_when == {"signature_input": ("raw-body",), "data": ("per-customer", "shared")}
+    assert capsule.critical and capsule.rule == "r1" and capsule.superseded_by == ("next",)
+    assert capsule.supports == ("INC-2291",) and capsule.contradicts == ("INC-1",)
+    assert "X-Signature-256" in json.dumps(capsule.to_dict())
+    assert Capsule.from_metadata("d", "d.md", "h", {"kind": "diagnostic", "claims": []}).is_diagnostic
+    assert not Capsule.from_metadata("a", "a.md", "h", {"critical": "yes", "claims": ["c"]}).critical
+
+
+def test_parse_conditions_accepts_key_value_and_mappings() -> None:
+    assert parse_conditions(["signature_input=raw-body", "Data=Per Customer,shared"]) == {
+        "signature_input": frozenset({"raw-body"}),
+        "data": frozenset({"per-customer", "shared"}),
+    }
+    assert parse_conditions({"pool_mode": ["transaction"]}) == {"pool_mode": frozenset({"transaction"})}
+    assert parse_conditions("a=b") == {"a": frozenset({"b"})}
+    assert parse_conditions(None) == {}
+    for bad in (["no-equals"], ["=x"], ["k="]):
+        with pytest.raises(InputError):
+            parse_conditions(bad)
+
+
+VOCABULARY = [
+    ("signature_input", "raw-body"),
+    ("signature_input", "canonical-json"),
+    ("format", "json"),
+    ("delivery", "at-least-once"),
+    ("data", "per-customer"),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("The provider HMACs the raw body it sends", {("signature_input", "raw-body")}),
+        ("they sign the raw-bodies", {("signature_input", "raw-body")}),
+        ("the signature covers canonical JSON", {("signature_input", "canonical-json"), ("format", "json")}),
+        ("the queue delivers at least once", {("delivery", "at-least-once")}),
+        ("we cache per customer dashboards", {("data", "per-customer")}),
+        ("we do not use the raw body", set()),
+        ("without canonical json", set()),
+        ("the body is raw", set()),  # the words must form one run, in order
+    ],
+)
+def test_conditions_from_text(text: str, expected: set[tuple[str, str]]) -> None:
+    assert {(m.key, m.value) for m in conditions_from_text(text, VOCABULARY)} == expected
+
+
+def test_a_value_inside_a_longer_one_of_the_same_key_yields() -> None:
+    vocabulary = [("signature_input", "json"), ("signature_input", "canonical-json")]
+    found = conditions_from_text("we verify canonical JSON", vocabulary)
+    assert [(m.key, m.value, m.words) for m in found] == [("signature_input", "canonical-json", "canonical JSON")]
+
+
+def test_check_conditions_states() -> None:
+    capsule = Capsule("a", "a.md", "t", claims=("c",), applies_when={"data": ("per-customer", "per-user")})
+    assert check_conditions(capsule, {"data": frozenset({"per-user"})}).state == "matched"
+    assert check_conditions(capsule, {}).state == "unknown"
+    contradicting = check_conditions(capsule, {"data": frozenset({"shared"})})
+    assert contradicting.state == "contradicting" and "shared" in contradicting.contradicting[0]
+    assert check_conditions(Capsule("b", "b.md", "t", claims=("c",)), {"data": frozenset({"x"})}).state == "universal"
+
+
+def test_clause_texts_split_a_multi_part_query() -> None:
+    parts = clause_texts("How do we stop replays, and what about duplicates? Also: secrets.")
+    assert parts == ["How do we stop replays", "what about duplicates", "secrets"]
+    assert clause_texts("what?") == ["what?"]
+
+
+# ---------------------------------------------------------------- the rule selector, end to end
+
+
+def test_condition_in_the_text_selects_one_record_per_rule(workspace: Workspace) -> None:
+    selection = select(workspace, "What do I feed into the HMAC signature check when the provider signs the raw body?")
+    assert selection.ids == ["hooks-raw-body"] or selection.ids == ["hooks-raw-bytes"]
+    reasons = {r.record: r.reason for r in selection.rejected}
+    assert reasons["hooks-canonical-json"] == CONTRADICTING_CONDITION
+    assert DUPLICATE_RULE in reasons.values()
+    assert reasons.get("hooks-diag-401", DIAGNOSTIC_NO_CLAIMS) == DIAGNOSTIC_NO_CLAIMS
+    assert selection.condition_matches[0].source == "query"
+    record = selection.records[0]
+    assert record.conditions == "matched" and "signature_input" in record.why and record.needs
+
+
+def test_stated_condition_overrides_and_contradicts(workspace: Workspace) -> None:
+    selection = select(
+        workspace,
+        "How do we compute the HMAC signature of the webhook body?",
+        conditions=["signature_input=canonical-json"],
+    )
+    assert selection.ids[0] == "hooks-canonical-json"
+    assert not {"hooks-raw-body", "hooks-raw-bytes"} & set(selection.ids)
+    rejected = {r.record: r for r in selection.rejected}
+    assert rejected["hooks-raw-body"].reason == CONTRADICTING_CONDITION
+    assert "canonical-json" in rejected["hooks-raw-body"].detail
+
+
+def test_unknown_conditions_are_flagged_and_rank_below_matched(workspace: Workspace) -> None:
+    selection = select(
+        workspace, "How should cache keys be built for per-customer data, and cache entries for shared data?"
+    )
+    assert set(selection.ids) == {"cache-per-customer-key", "cache-shared-key"}
+    assert all(r.conditions == "matched" for r in selection.records)
+    unknown = select(workspace, "How should the cache key be prefixed with the tenant id?")
+    assert unknown.ids == ["cache-per-customer-key"]
+    assert unknown.records[0].conditions == "unknown"
+    assert any(flag.startswith(UNKNOWN_CONDITION) for flag in unknown.records[0].flags)
+
+
+def test_multi_part_query_covers_every_need(workspace: Workspace) -> None:
+    selection = select(
+        workspace,
+        "How do we stop replayed webhook requests by timestamp, and how do we compare the signature with the header?",
+    )
+    assert set(selection.ids) == {"hooks-replay-5m", "hooks-constant-time"}
+    reasons = {r.record: r.reason for r in selection.rejected}
+    assert reasons["hooks-replay-15m"] == SUPERSEDED
+
+
+def test_superseded_and_disputed_are_shown_only_for_audit(workspace: Workspace) -> None:
+    query = "Should we drop out-of-order webhook events older than the last applied event?"
+    orient = select(workspace, query)
+    assert "hooks-drop-out-of-order" not in orient.ids
+    assert {r.record: r.reason for r in orient.rejected}["hooks-drop-out-of-order"] == DISPUTED
+    audit = select(workspace, query, intent="audit")
+    shown = {r.record: r for r in audit.records}
+    assert "hooks-drop-out-of-order" in shown
+    assert any("disputed" in flag for flag in shown["hooks-drop-out-of-order"].flags)
+
+
+def test_an_undocumented_value_gets_an_empty_answer(workspace: Workspace) -> None:
+    selection = select(workspace, "Which mTLS client certificate bundle should the webhook ingress trust?")
+    assert selection.empty and selection.ids == []
+    assert selection.candidates > 0  # related lessons were found, and none applies
+    assert BELOW_THRESHOLD in {r.reason for r in selection.rejected}
+    assert "Nothing applies" in str(selection)
+    nothing = select(workspace, "zebra giraffe savanna")
+    assert nothing.empty and nothing.candidates == 0
+
+
+def test_a_diagnostic_symptom_without_a_fix_is_never_returned(workspace: Workspace) -> None:
+    selection = select(workspace, "Signature checks return 401 on staging for large payloads: what is the fix?")
+    assert "hooks-diag-401" not in selection.ids
+    assert {r.record: r.reason for r in selection.rejected}["hooks-diag-401"] == DIAGNOSTIC_NO_CLAIMS
+
+
+def test_renderers_show_why_need_and_rejections_escaped(tmp_path: Path, make_notes) -> None:
+    notes = make_notes(
+        {
+            "x.md": lesson(
+                "x-script", "Escape <script>alert(1)</script> in titles", ["Escape <b>html</b> in claim text always."]
+            ),
+            "y.md": lesson("y-other", "Escape html in claim", ["Escape html in claim text always."], status="disputed"),
+        }
+    )
+    with Workspace(notes, store_dir=tmp_path / "s", lanes=("lexical",)) as ws:
+        ws.index()
+        selection = select(ws, "How do we escape html in claim text?")
+    assert selection.ids == ["x-script"]
+    html = selection._repr_html_()
+    assert "<script>" not in html and "&lt;script&gt;" in html and "why:" in html and DISPUTED in html
+    markdown = selection._repr_markdown_()
+    assert "<script>" not in markdown and "y-other" in markdown and "why:" in markdown
+    text = str(selection)
+    assert "why:" in text and "need:" in text and "rejected" in text
+    data = json.loads(selection.to_json())
+    assert data["records"][0]["capsule"]["claims"] == ["Escape <b>html</b> in claim text always."]
+
+
+# ---------------------------------------------------------------- selection speed
+
+
+def _candidates(count: int) -> list[CandidateRecord]:
+    words = "cache key tenant webhook signature replay retry backoff queue migration flag rollout".split()  # noqa: SIM905
+    return [
+        CandidateRecord(
+            Capsule(
+                f"r{i}",
+                f"r{i}.md",
+                f"Lesson {i} about {words[i % len(words)]}",
+                claims=(f"Do {words[i % len(words)]} {words[(i * 7) % len(words)]} properly {i}.",),
+                applies_when={"data": ("shared",)} if i % 3 == 0 else {},
+                rule=f"rule-{i % 17}",
+            ),
+            (PassageRef(f"r{i}#p", 1, 5, " ".join(words[j % len(words)] for j in range(i, i + 80))),),
+            rank=i + 1,
+            lanes={"dense": (i + 1, 0.7 - i / 100), "lexical": (i + 1, 20.0 - i / 3)},
+            clause_cosines=(0.6 - i / 100, 0.5 - i / 200),
+        )
+        for i in range(count)
+    ]
+
+
+def test_selection_of_fifty_candidates_takes_milliseconds() -> None:
+    candidates = _candidates(50)
+    selector = RuleSelector(PARAMS)
+    query = "How should the cache key include the tenant, and how do we retry the queue with backoff?"
+    selector.select(query, candidates, ["data=shared"])  # warm the analyser
+    times = []
+    for _ in range(20):
+        started = time.perf_counter()
+        selector.select(query, candidates, ["data=shared"])
+        times.append((time.perf_counter() - started) * 1000)
+    assert sorted(times)[18] < 50, times
+
+
+# ---------------------------------------------------------------- the judge and its fallback
+
+
+def _judge_workspace_candidates(workspace: Workspace) -> list[CandidateRecord]:
+    from retrieval_kernel.applicability import retrieve_candidates
+
+    candidates, _ = retrieve_candidates(workspace, "webhook signature HMAC raw body canonical JSON")
+    return candidates
+
+
+def test_judge_choice_is_used_and_hard_rules_still_hold(workspace: Workspace) -> None:
+    seen: dict[str, object] = {}
+
+    def judge(query, capsules, conditions):
+        seen["capsules"], seen["conditions"] = capsules, conditions
+        return {"hooks-canonical-json": "signs canonical JSON", "hooks-raw-body": "raw body", "hooks-raw-bytes": "raw"}
+
+    candidates = _judge_workspace_candidates(workspace)
+    selection = JudgeSelector(judge, budget_s=2).select(
+        "verify the signature", candidates, ["signature_input=raw-body"]
+    )
+    assert selection.selector == "judge" and selection.fallback is None
+    assert selection.ids == ["hooks-raw-body"]
+    reasons = {r.record: r.reason for r in selection.rejected}
+    assert reasons["hooks-canonical-json"] == CONTRADICTING_CONDITION
+    assert reasons["hooks-raw-bytes"] == DUPLICATE_RULE
+    assert seen["conditions"] == {"signature_input": ["raw-body"]}
+    capsules = {c["record"]: c for c in seen["capsules"]}  # type: ignore[union-attr]
+    assert capsules["hooks-raw-body"]["claims"] and capsules["hooks-raw-body"]["applies_when"]
+
+
+def test_slow_judge_falls_back_to_the_rule_selector_within_budget(workspace: Workspace) -> None:
+    def slow(query, capsules, conditions):
+        time.sleep(2)
+        return ["hooks-canonical-json"]
+
+    candidates = _judge_workspace_candidates(workspace)
+    query = "What do I feed into the HMAC signature check when the provider signs the raw body?"
+    started = time.perf_counter()
+    selection = JudgeSelector(slow, budget_s=0.2, fallback=RuleSelector(PARAMS)).select(query, candidates)
+    elapsed = time.perf_counter() - started
+    assert elapsed < 1.5
+    assert selection.fallback is not None and "0.2 s budget" in selection.fallback
+    assert selection.selector == "judge->rule"
+    expected = RuleSelector(PARAMS).select(query, candidates)
+    assert selection.ids == expected.ids and selection.ids
+
+
+@pytest.mark.parametrize(
+    ("judge", "message"),
+    [
+        (lambda q, c, k: (_ for _ in ()).throw(RuntimeError("model offline")), "RuntimeError: model offline"),
+        (lambda q, c, k: 42, "unusable answer"),
+    ],
+)
+def test_failing_judge_falls_back(workspace: Workspace, judge, message: str) -> None:
+    candidates = _judge_workspace_candidates(workspace)
+    selection = JudgeSelector(judge, fallback=RuleSelector(PARAMS)).select("raw body HMAC signature", candidates)
+    assert selection.fallback is not None and message in selection.fallback
+    assert selection.selector == "judge->rule"
+
+
+def test_judge_budget_must_be_positive() -> None:
+    with pytest.raises(InputError):
+        JudgeSelector(lambda q, c, k: [], budget_s=0)
+
+
+# ---------------------------------------------------------------- adapters
+
+
+def test_cli_query_select_with_when(tmp_path: Path, make_notes, capsys) -> None:
+    notes = make_notes(LESSONS)
+    args = ["query", "How do we compute the HMAC signature of the webhook body?", "--notes", str(notes)]
+    args += [
+        "--store",
+        str(tmp_path / "store"),
+        "--lanes",
+        "lexical",
+        "--select",
+        "--when",
+        "signature_input=canonical-json",
+    ]
+    assert main(args) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["conditions"] == {"signature_input": ["canonical-json"]}
+    assert "hooks-raw-body" not in [r["record"] for r in data["records"]]
+    assert {r["record"]: r["reason"] for r in data["rejected"]}["hooks-raw-body"] == CONTRADICTING_CONDITION
+    assert main([*args, "--format", "text"]) == 0
+    assert "rejected" in capsys.readouterr().out
+
+
+def test_cli_when_without_select_or_malformed_is_bad_input(tmp_path: Path, make_notes, capsys) -> None:
+    notes = make_notes(LESSONS)
+    base = ["query", "raw body", "--notes", str(notes), "--store", str(tmp_path / "store"), "--lanes", "lexical"]
+    assert main([*base, "--when", "a=b"]) == 2
+    assert "--select" in capsys.readouterr().err
+    assert main([*base, "--select", "--when", "oops"]) == 2
+    assert "key=value" in capsys.readouterr().err
+
+
+def test_context_magic_select(tmp_path: Path, make_notes, monkeypatch: pytest.MonkeyPatch) -> None:
+    from IPython.core.error import UsageError
+    from IPython.core.getipython import get_ipython
+    from IPython.testing.globalipapp import start_ipython
+
+    from retrieval_kernel.applicability import ApplicabilitySelection
+
+    ip = start_ipython() or get_ipython()
+    monkeypatch.chdir(tmp_path)
+    ip.run_line_magic("load_ext", "retrieval_kernel")
+    notes = make_notes(LESSONS)
+    line = (
+        f"--notes {notes} --store {tmp_path / 'store'} --lanes lexical --select --when signature_input=canonical-json "
+        "How do we compute the HMAC signature of the webhook body?"
+    )
+    result = ip.run_line_magic("context", line)
+    assert isinstance(result, ApplicabilitySelection)
+    assert "hooks-raw-body" not in result.ids
+    assert result.conditions == {"signature_input": ("canonical-json",)}
+    with pytest.raises(UsageError, match="--select"):
+        ip.run_line_magic("context", f"--notes {notes} --store {tmp_path / 'store'} --when a=b raw body")
+    for magics in [c for c in ip.configurables if hasattr(c, "_workspaces")]:
+        for ws in magics._workspaces.values():
+            ws.close()
+        magics._workspaces.clear()
