@@ -1,13 +1,15 @@
 """retrieval_kernel: cited, budgeted evidence packets from your project notes, in Jupyter.
 
 ``%load_ext retrieval_kernel`` registers the ``%context`` magics; from Python use
-:class:`Workspace` (index and query a notes folder) and the :class:`Packet` it returns.
+:class:`Workspace` (index and query a notes folder) and the :class:`Packet` it returns;
+:func:`select_applicable` returns only the records that apply (applicability selection).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .applicability import JudgeSelector, RuleSelector, select_applicable
 from .errors import RetrievalKernelError
 from .grounding import check_grounding
 from .live import JsonSystemOfRecord
@@ -25,12 +27,15 @@ __all__ = [
     "Evidence",
     "Explorer",
     "JsonSystemOfRecord",
+    "JudgeSelector",
     "Packet",
     "RetrievalKernelError",
+    "RuleSelector",
     "Workspace",
     "__version__",
     "check_grounding",
     "load_ipython_extension",
+    "select_applicable",
 ]
 
 

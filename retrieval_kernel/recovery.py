@@ -242,6 +242,9 @@ def corrupt_lexical(result: Scenario, damage: str) -> None:
             lane = next(lane for lane in packet.lanes if lane.name == "lexical")
             result.check("the query answers, never a traceback", not packet.abstained and bool(packet.evidence))
             result.check("the lexical lane was rebuilt from the record store", lane.status == "ok", lane.reason)
+            result.check(
+                "and the packet says so", any("rebuilt it from the record store" in w for w in packet.warnings)
+            )
             result.check("the best passage is the right one", packet.evidence[0].id.startswith("quota"))
             result.check("the rebuilt index equals the original", snapshot(ws) == expected)
 
@@ -327,6 +330,7 @@ with Workspace(sys.argv[1], sys.argv[2], refresh=sys.argv[3]) as ws:
     after = ws.status()
 lanes = {lane.name: [lane.status, lane.reason, lane.index_version] for lane in packet.lanes}
 print(json.dumps({"lanes": lanes, "first": packet.evidence[0].id if packet.evidence else None,
+                  "warnings": list(packet.warnings),
                   "last": after["last_refresh"], "dense_before": before["projections"][1]}))
 """
 
@@ -355,6 +359,8 @@ def chroma_damaged(result: Scenario, damage: str) -> None:
             status, reason, serving = seen["lanes"]["dense"]
             result.check(f"[{mode}] the dense lane was rebuilt and answers", status == "ok", reason)
             result.check(f"[{mode}] into a new version", serving is not None and serving > version, serving)
+            said = any("rebuilt it from the record store" in w for w in seen["warnings"]) or seen["last"]["rebuilt"]
+            result.check(f"[{mode}] and says so", bool(said), seen["warnings"])
             result.check(f"[{mode}] the best passage is the right one", str(seen["first"]).startswith("ledger"))
             version = serving or version
 

@@ -172,6 +172,7 @@ class Workspace:
         self._debounce = Debounce(self.policy.debounce)
         self._watcher: Watcher | None = None
         self.watched_pending = 0  # notes the watcher last saw changed on disk and not yet indexed
+        self.repairs: list[str] = []  # projections found damaged and rebuilt while answering (the next packet says so)
         self.last_refresh: RefreshRecord | None = None
         if self.policy.mode == "watch":
             self.watch()
@@ -432,6 +433,7 @@ class Workspace:
             query, chosen, stale=outcome.state != CONSISTENT, hidden=view.hidden, pending=outcome.pending
         )
         reports = tuple(run.report for run in runs.values())
+        repairs, self.repairs = self.repairs, []
         scope_filtered = len(frozenset().union(*(run.hidden for run in runs.values())))
         abstention = self._abstention(query, runs, view, scope_filtered)
         ranked = [] if abstention == ABSTAIN_UNDERSPECIFIED else self.rank(runs)
@@ -450,7 +452,7 @@ class Workspace:
             abstained=True,
             abstention_reason=abstention,
             exclusions={policy.SCOPE: scope_filtered},
-            warnings=_warnings(outcome, view, standing_warnings(self.records), read),
+            warnings=(*repairs, *_warnings(outcome, view, standing_warnings(self.records), read)),
             trace_id=_trace_id(query, request, budget, top, reports),
             scopes=tuple(sorted(request.scopes)),
             intent=request.intent,
@@ -495,6 +497,7 @@ class Workspace:
             with refresh_lock(self.store_dir, wait=False):
                 state = self.records.projection("lexical")
                 self.lexical.rebuild(self.records, (state.version if state else 0) + 1, self.policy.deadline())
+            self.repairs.append(f"{problem}; rebuilt it from the record store")
             return run_lexical(query, self.records, self.lexical, self.candidate_pool, stale, hidden, pending)
         except (LexicalUnreadableError, LaneUnavailableError, StoreError, OSError) as exc:
             return unavailable("lexical", self.lexical.score_basis, f"{problem}; rebuilding it failed: {exc}")
@@ -518,8 +521,9 @@ class Workspace:
         try:
             try:
                 found = self.dense.search(query, self.candidate_pool + len(hidden), state)
-            except (StaleCollectionError, EmbeddedStoreUnreadableError):  # missing or damaged: rebuild, then answer
+            except (StaleCollectionError, EmbeddedStoreUnreadableError) as exc:  # missing or damaged: rebuild, answer
                 self._repair_dense()
+                self.repairs.append(f"{exc}; rebuilt it from the record store")
                 state = self.records.projection(NAME) or state
                 found = self.dense.search(query, self.candidate_pool + len(hidden), state)
             basis = score_basis(self.dense.embedder_name)

@@ -11,12 +11,15 @@ PUBLIC = [
     "Evidence",
     "Explorer",
     "JsonSystemOfRecord",
+    "JudgeSelector",
     "Packet",
     "RetrievalKernelError",
+    "RuleSelector",
     "Workspace",
     "__version__",
     "check_grounding",
     "load_ipython_extension",
+    "select_applicable",
 ]
 
 
