@@ -203,7 +203,7 @@ def kill_mid_refresh(result: Scenario, where: str) -> None:
         child = _child(_KILL_CHILD, str(notes), str(store), where)
         paused = _wait_for_line(child, "PAUSED")
         child.send_signal(signal.SIGKILL)
-        child.wait()
+        child.communicate()  # reaps it and closes its pipes
         result.check("the refresh was killed at its pause point", paused and child.returncode == -signal.SIGKILL)
         with Workspace(notes, store, lanes=FAST_LANES, refresh="off") as ws:
             packet = ws.query("ledger rounding", as_of=AS_OF)
