@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from test_applicability import lesson  # tests/ is on sys.path (rootdir-less test modules)
 
 from retrieval_kernel.applicability import FEATURES, RuleSelector, Thresholds
 from retrieval_kernel.cli import main
@@ -25,7 +26,6 @@ from retrieval_kernel.lessons_eval import (
     score_returned,
     write_manifest,
 )
-from tests.test_applicability import lesson
 
 WEIGHTS = dict.fromkeys(FEATURES, 0.0) | {"capsule_coverage": 6.0, "clause_coverage": 6.0, "coverage": 2.0}
 PARAMS = Thresholds(weights=tuple(WEIGHTS[name] for name in FEATURES), bias=-5.0, min_first=0.5, min_keep=0.5)
