@@ -574,29 +574,26 @@ def training_rows(
 def fit_weights(
     features: Sequence[Sequence[float]], labels: Sequence[int], l2: float = 1.0
 ) -> tuple[tuple[float, ...], float]:
-    """L2-regularised logistic regression (Newton's method on standardised features); raw-scale weights and bias."""
+    """L2-regularised logistic regression on standardised features; returns raw-scale weights and bias.
+
+    scikit-learn's ``LogisticRegression`` (lbfgs) does the fit; ``l2`` is the penalty on
+    the standardised weights (scikit-learn's ``C`` is its inverse), the intercept is
+    not penalised. Constant features get weight 0.
+    """
     import numpy as np
+    from sklearn.linear_model import LogisticRegression
 
     x = np.asarray(features, dtype=float)
-    y = np.asarray(labels, dtype=float)
+    y = np.asarray(labels, dtype=int)
     if x.size == 0 or y.min() == y.max():
         raise SuiteError("calibration needs candidates of both kinds (useful and not) to fit the selector")
     mean, std = x.mean(axis=0), x.std(axis=0)
     std[std == 0] = 1.0
-    z = np.hstack([np.ones((len(x), 1)), (x - mean) / std])
-    w = np.zeros(z.shape[1])
-    penalty = np.eye(z.shape[1]) * l2
-    penalty[0, 0] = 0.0
-    for _ in range(50):
-        p = 1.0 / (1.0 + np.exp(-np.clip(z @ w, -50, 50)))
-        gradient = z.T @ (p - y) + penalty @ w
-        hessian = (z.T * (p * (1 - p))) @ z + penalty
-        step = np.linalg.solve(hessian, gradient)
-        w -= step
-        if np.abs(step).max() < 1e-8:
-            break
-    weights = w[1:] / std
-    bias = w[0] - float((w[1:] * mean / std).sum())
+    model = LogisticRegression(C=1.0 / l2, solver="lbfgs", max_iter=1000, tol=1e-10)
+    model.fit((x - mean) / std, y)
+    w = model.coef_[0]
+    weights = w / std
+    bias = float(model.intercept_[0]) - float((w * mean / std).sum())
     return tuple(round(float(v), 6) for v in weights), round(float(bias), 6)
 
 

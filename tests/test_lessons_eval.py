@@ -186,6 +186,23 @@ def test_fit_weights_separates_the_useful_feature() -> None:
         fit_weights(features, [0] * 40)
 
 
+def test_fit_weights_is_the_penalised_optimum() -> None:
+    """At the returned weights the L2-penalised log-loss (on standardised features) has zero gradient."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(300, 3)) * [1.0, 5.0, 0.2] + [0.0, 2.0, -1.0]
+    y = (x @ [1.5, -0.3, 4.0] + rng.normal(size=300) > -2.0).astype(int)
+    weights, bias = fit_weights(x.tolist(), y.tolist(), l2=2.0)
+    mean, std = x.mean(axis=0), x.std(axis=0)
+    w_std = np.asarray(weights) * std
+    b_std = bias + float((np.asarray(weights) * mean).sum())
+    z = (x - mean) / std
+    p = 1.0 / (1.0 + np.exp(-(z @ w_std + b_std)))
+    assert abs(float((p - y).sum())) < 1e-3  # the intercept is not penalised
+    assert np.abs(z.T @ (p - y) + 2.0 * w_std).max() < 1e-3
+
+
 # ---------------------------------------------------------------- loading, freezing, split isolation
 
 
