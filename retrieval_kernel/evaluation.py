@@ -16,7 +16,7 @@ import platform
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -156,15 +156,23 @@ def current_inputs(suite: Suite) -> dict[str, str]:
 
 def verify_frozen(suite: Suite) -> dict[str, str]:
     """Return the input hashes, or raise ``FrozenInputChangedError`` naming every difference."""
-    if not suite.manifest:
-        raise SuiteError(f"{suite.root / MANIFEST_FILE} lists no files; freeze the suite first")
-    now = current_inputs(suite)
-    changed = sorted(k for k in suite.manifest if k in now and now[k] != suite.manifest[k])
-    missing = sorted(set(suite.manifest) - set(now))
-    added = sorted(set(now) - set(suite.manifest))
+    return check_manifest(suite.name, suite.root, suite.manifest, lambda: current_inputs(suite))
+
+
+def check_manifest(
+    name: str, root: Path, manifest: Mapping[str, str], inputs: Callable[[], dict[str, str]]
+) -> dict[str, str]:
+    """``inputs()`` (sha256 by relative path) if it equals the frozen ``manifest``; else
+    ``FrozenInputChangedError`` naming every changed, missing and new file (any suite kind)."""
+    if not manifest:
+        raise SuiteError(f"{root / MANIFEST_FILE} lists no files; freeze the suite first")
+    now = inputs()
+    changed = sorted(k for k in manifest if k in now and now[k] != manifest[k])
+    missing = sorted(set(manifest) - set(now))
+    added = sorted(set(now) - set(manifest))
     if changed or missing or added:
         raise FrozenInputChangedError(
-            f"refusing to score {suite.name}: frozen inputs differ from {MANIFEST_FILE} "
+            f"refusing to score {name}: frozen inputs differ from {MANIFEST_FILE} "
             f"(changed: {changed}, missing: {missing}, new: {added}). "
             "Restore them, or write a new suite and freeze it before its first run."
         )

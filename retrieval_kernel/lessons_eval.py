@@ -47,8 +47,16 @@ from .applicability import (
     calibration_data,
     group_candidates,
 )
-from .errors import FrozenInputChangedError, SuiteError
-from .evaluation import MANIFEST_FILE, SUITE_FILE, _read_json, implementation_hashes, sha256_file, versions
+from .errors import SuiteError
+from .evaluation import (
+    MANIFEST_FILE,
+    SUITE_FILE,
+    _read_json,
+    check_manifest,
+    implementation_hashes,
+    sha256_file,
+    versions,
+)
 from .lanes import DENSE_MIN_COSINE
 from .workspace import CANDIDATE_POOL, LANES, Workspace
 
@@ -116,19 +124,7 @@ def lessons_inputs(suite: LessonsSuite) -> dict[str, str]:
 
 def verify_lessons_frozen(suite: LessonsSuite) -> dict[str, str]:
     """Return the input hashes, or raise ``FrozenInputChangedError`` naming every difference."""
-    if not suite.manifest:
-        raise SuiteError(f"{suite.root / MANIFEST_FILE} lists no files; freeze the suite first")
-    now = lessons_inputs(suite)
-    changed = sorted(k for k in suite.manifest if k in now and now[k] != suite.manifest[k])
-    missing = sorted(set(suite.manifest) - set(now))
-    added = sorted(set(now) - set(suite.manifest))
-    if changed or missing or added:
-        raise FrozenInputChangedError(
-            f"refusing to score {suite.name}: frozen inputs differ from {MANIFEST_FILE} "
-            f"(changed: {changed}, missing: {missing}, new: {added}). "
-            "Restore them, or write a new suite and freeze it before its first run."
-        )
-    return now
+    return check_manifest(suite.name, suite.root, suite.manifest, lambda: lessons_inputs(suite))
 
 
 def load_lesson_queries(suite: LessonsSuite, split: str) -> list[dict[str, Any]]:
