@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .errors import InputError
 from .facts import normalize_status
 from .lexical import analyze, make_analyzer
+from .render import md_escape
 
 if TYPE_CHECKING:
     from .policy import Candidate
@@ -861,19 +862,8 @@ class RuleSelector:
             kept, refused = self._history(query, candidates, history)
             records += kept
             rejected += refused
-        elapsed = (time.perf_counter() - started) * 1000
-        return ApplicabilitySelection(
-            query=query,
-            intent=intent,
-            selector=self.name,
-            conditions={key: tuple(sorted(values)) for key, values in sorted(task.items())},
-            condition_matches=tuple(matches),
-            records=tuple(records),
-            rejected=tuple(sorted(rejected, key=lambda r: r.rank)),
-            candidates=len(candidates),
-            selection_ms=elapsed,
-            thresholds=self.thresholds.to_dict(),
-        )
+        selection = _selection(query, intent, self.name, task, matches, records, rejected, len(candidates), started)
+        return replace(selection, thresholds=self.thresholds.to_dict())
 
     def _choose(
         self,
@@ -955,6 +945,31 @@ def pick(
     # Records whose conditions match come before universal ones, then those with unknown conditions.
     kept.sort(key=lambda pair: (_CONDITION_ORDER[pair[0].check.state], -pair[0].score))
     return kept, rejected
+
+
+def _selection(
+    query: str,
+    intent: str,
+    selector: str,
+    task: Mapping[str, frozenset[str]],
+    matches: Sequence[ConditionMatch],
+    records: Sequence[SelectedRecord],
+    rejected: Sequence[RejectedCandidate],
+    candidates: int,
+    started: float,
+) -> ApplicabilitySelection:
+    """A selector's result: conditions in key order, rejections by rank, time since ``started``."""
+    return ApplicabilitySelection(
+        query=query,
+        intent=intent,
+        selector=selector,
+        conditions={key: tuple(sorted(values)) for key, values in sorted(task.items())},
+        condition_matches=tuple(matches),
+        records=tuple(records),
+        rejected=tuple(sorted(rejected, key=lambda r: r.rank)),
+        candidates=candidates,
+        selection_ms=(time.perf_counter() - started) * 1000,
+    )
 
 
 def hard_rejection(capsule: Capsule, check: ConditionCheck) -> tuple[str, str] | None:
@@ -1090,18 +1105,7 @@ class JudgeSelector:
                 selection, selector=f"{self.name}->{selection.selector}", fallback=reason, selection_ms=elapsed
             )
         records, rejected = self._apply(query, candidates, task, chosen, intent)
-        elapsed = (time.perf_counter() - started) * 1000
-        return ApplicabilitySelection(
-            query=query,
-            intent=intent,
-            selector=self.name,
-            conditions={key: tuple(sorted(values)) for key, values in sorted(task.items())},
-            condition_matches=tuple(matches),
-            records=tuple(records),
-            rejected=tuple(sorted(rejected, key=lambda r: r.rank)),
-            candidates=len(candidates),
-            selection_ms=elapsed,
-        )
+        return _selection(query, intent, self.name, task, matches, records, rejected, len(candidates), started)
 
     def _apply(
         self,
@@ -1271,34 +1275,29 @@ def render_text(selection: ApplicabilitySelection) -> str:
     return "\n".join(lines)
 
 
-def _md(text: str) -> str:
-    escaped = html.escape(text, quote=False)
-    return re.sub(r"([\\`*_\[\]#|])", r"\\\1", escaped)
-
-
 def render_markdown(selection: ApplicabilitySelection) -> str:
     """Markdown with every piece of note text escaped."""
-    lines = [f"**Applicable records** for _{_md(selection.query)}_ (selector `{_md(selection.selector)}`)"]
+    lines = [f"**Applicable records** for _{md_escape(selection.query)}_ (selector `{md_escape(selection.selector)}`)"]
     if selection.fallback:
-        lines.append(f"\n> fallback: {_md(selection.fallback)}")
+        lines.append(f"\n> fallback: {md_escape(selection.fallback)}")
     if selection.condition_matches:
         lines.append(
             "\nConditions: "
-            + ", ".join(f"`{_md(m.key)}={_md(m.value)}` ({m.source})" for m in selection.condition_matches)
+            + ", ".join(f"`{md_escape(m.key)}={md_escape(m.value)}` ({m.source})" for m in selection.condition_matches)
         )
     if selection.empty:
         lines.append(f"\n**Nothing applies** ({selection.candidates} candidates checked).")
     for index, record in enumerate(selection.records, 1):
-        lines.append(f"\n{index}. **{_md(record.title)}** ({_md(record.record)}, {_md(record.path)})")
-        lines.append(f"   - why: {_md(record.why)}")
+        lines.append(f"\n{index}. **{md_escape(record.title)}** ({md_escape(record.record)}, {md_escape(record.path)})")
+        lines.append(f"   - why: {md_escape(record.why)}")
         if record.needs:
-            lines.append(f"   - need: {_md(', '.join(record.needs))}")
+            lines.append(f"   - need: {md_escape(', '.join(record.needs))}")
         if record.capsule:
-            lines += [f"   - claim: {_md(claim)}" for claim in record.capsule.claims]
-        lines += [f"   - flag: {_md(flag)}" for flag in record.flags]
+            lines += [f"   - claim: {md_escape(claim)}" for claim in record.capsule.claims]
+        lines += [f"   - flag: {md_escape(flag)}" for flag in record.flags]
     if selection.rejected:
         lines.append("\n| rejected | reason | detail |\n|---|---|---|")
-        lines += [f"| {_md(r.record)} | {r.reason} | {_md(r.detail)} |" for r in selection.rejected]
+        lines += [f"| {md_escape(r.record)} | {r.reason} | {md_escape(r.detail)} |" for r in selection.rejected]
     return "\n".join(lines)
 
 

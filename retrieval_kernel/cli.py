@@ -14,11 +14,16 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .embedding import DEFAULT_EMBEDDER, EMBEDDERS
 from .errors import FrozenInputChangedError, InputError, RetrievalKernelError
 from .policy import DEFAULT_INTENT, INTENTS
 from .workspace import DEFAULT_TOP, LANES, Workspace, checked_lanes
+
+if TYPE_CHECKING:
+    from .applicability import ApplicabilitySelection
+    from .packet import Packet
 
 EXIT_OK, EXIT_GATE_FAILED, EXIT_BAD_INPUT, EXIT_FROZEN_CHANGED = 0, 1, 2, 3
 CHROMA_HELP = (
@@ -93,14 +98,19 @@ def _query(args: argparse.Namespace) -> int:
             intent=args.intent,
             audit=args.audit,
         )
-    renderers: dict[str, Callable[[], str]] = {
-        "json": packet.to_json,
-        "text": packet.__str__,
-        "markdown": packet._repr_markdown_,
-        "html": packet._repr_html_,
-    }
-    print(renderers[args.format]())
+    print(_rendered(packet, args.format))
     return EXIT_OK
+
+
+def _rendered(result: Packet | ApplicabilitySelection, fmt: str) -> str:
+    """A packet or a selection as ``json``, ``text``, ``markdown`` or ``html``."""
+    renderers: dict[str, Callable[[], str]] = {
+        "json": result.to_json,
+        "text": result.__str__,
+        "markdown": result._repr_markdown_,
+        "html": result._repr_html_,
+    }
+    return renderers[fmt]()
 
 
 def _query_select(args: argparse.Namespace) -> int:
@@ -119,13 +129,7 @@ def _query_select(args: argparse.Namespace) -> int:
             scopes=args.scope,
             refresh=not args.no_refresh,
         )
-    renderers: dict[str, Callable[[], str]] = {
-        "json": selection.to_json,
-        "text": selection.__str__,
-        "markdown": selection._repr_markdown_,
-        "html": selection._repr_html_,
-    }
-    print(renderers[args.format]())
+    print(_rendered(selection, args.format))
     return EXIT_OK
 
 

@@ -155,23 +155,24 @@ def _numbered(item: Evidence) -> list[tuple[int, str]]:
 
 def to_markdown(packet: Packet) -> str:
     """Markdown with each excerpt fenced so note text cannot change the layout."""
-    out = [f"**Context** for _{_md_inline(packet.query)}_ as of {packet.as_of}", "", _md_inline(summary_text(packet))]
+    out = [f"**Context** for _{md_escape(packet.query)}_ as of {packet.as_of}", "", md_escape(summary_text(packet))]
     if packet.abstained:
-        out += ["", _md_inline(abstention_text(packet))]
+        out += ["", md_escape(abstention_text(packet))]
     for item in packet.evidence:
-        out += ["", f"**[{item.ref}] {_md_inline(item.heading)}** — `{citation(item)}` ({_md_inline(item.module)})", ""]
-        out += [f"- {_md_inline(freshness_text(item))}", f"- {_md_inline(item_facts(item))}", ""]
+        out += ["", f"**[{item.ref}] {md_escape(item.heading)}** — `{citation(item)}` ({md_escape(item.module)})", ""]
+        out += [f"- {md_escape(freshness_text(item))}", f"- {md_escape(item_facts(item))}", ""]
         fence = "`" * max(3, _longest_backtick_run(item.excerpt) + 1)
         out += [f"{fence}text", item.excerpt, fence]
     if packet.conflicts:
-        out += ["", "**Conflicts**", "", *(f"- {_md_inline(conflict_text(c))}" for c in packet.conflicts)]
+        out += ["", "**Conflicts**", "", *(f"- {md_escape(conflict_text(c))}" for c in packet.conflicts)]
     if packet.excluded:
-        out += ["", "**Excluded**", "", *(f"- {_md_inline(excluded_text(e))}" for e in packet.excluded)]
-    out += [f"\n> warning: {_md_inline(w)}" for w in packet.warnings]
+        out += ["", "**Excluded**", "", *(f"- {md_escape(excluded_text(e))}" for e in packet.excluded)]
+    out += [f"\n> warning: {md_escape(w)}" for w in packet.warnings]
     return "\n".join(out)
 
 
-def _md_inline(text: str) -> str:
+def md_escape(text: str) -> str:
+    """``text`` safe inside a line of Markdown: HTML escaped, Markdown syntax backslashed."""
     escaped = html.escape(text, quote=False)
     return re.sub(r"([\\`*_\[\]#|])", r"\\\1", escaped)
 
