@@ -188,11 +188,6 @@ def _read_settled(root: Path, path: Path, modules: dict[str, str], max_chars: in
     raise NoteError(rel, f"{rel}: kept changing while it was read ({READ_ATTEMPTS} tries); it is read again next time")
 
 
-def pending_paths(notes_root: Path, records: RecordStore) -> list[str]:
-    """Notes that differ from the store by path, size or mtime (added, changed or deleted; no reading)."""
-    return [path for path, _, _ in pending_stats(notes_root, records)]
-
-
 def pending_stats(notes_root: Path, records: RecordStore) -> list[tuple[str, int, int]]:
     """``(path, size, mtime_ns)`` of each pending note (``-1, -1`` for a deleted one), by path.
 
@@ -206,11 +201,6 @@ def pending_stats(notes_root: Path, records: RecordStore) -> list[tuple[str, int
         if path not in stored or not _same_stat(stored[path], stat)
     ]
     return sorted([*changed, *((path, -1, -1) for path in set(stored) - set(on_disk))])
-
-
-def pending_changes(notes_root: Path, records: RecordStore) -> bool:
-    """Whether the notes differ from the store by path, size or mtime (no reading, no hashing)."""
-    return bool(pending_paths(notes_root, records))
 
 
 def _same_stat(document: StoredDocument, stat: os.stat_result) -> bool:

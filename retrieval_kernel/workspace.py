@@ -284,11 +284,16 @@ class Workspace:
         if self.policy.mode == "watch":  # the watcher's last check (at most one interval old): no stat walk here
             self.watch()
             return self.observe(pending=self.watched_pending)
+        return self.refresh_when_due(retry_failed_lanes=True)
+
+    def refresh_when_due(self, retry_failed_lanes: bool = False) -> RefreshOutcome:
+        """Look for changed notes (a stat walk) and refresh once they have been quiet for the debounce
+        window, or when a projection lags the change log (or, if asked, a lane failed last time)."""
         changes = self._pending_stats()
         pending = len(changes)
         if self._debounce.waiting(tuple(changes)):
             return self._stale(pending)
-        if pending or self._behind() or "dense" in self.lane_errors:
+        if pending or self._behind() or (retry_failed_lanes and "dense" in self.lane_errors):
             return self.refresh()
         return self.observe(pending=0)
 
@@ -300,11 +305,15 @@ class Workspace:
                 REFRESHING, None, "a refresh is being published; answering from the last good index", pending
             )
         behind = pending or self._behind()
-        last = self.last_refresh or RefreshRecord.from_json(self.records.meta(LAST_REFRESH_KEY))
+        last = self.last_refresh_record()
         if behind and last is not None and last.result != "ok":  # also a failure another process recorded
             error = f"the last refresh failed ({last.error}); answering from the last good index"
             return RefreshOutcome(FAILED_WITH_LAST_GOOD, None, error, pending)
         return self._stale(pending) if behind else RefreshOutcome(CONSISTENT, None, None, 0)
+
+    def last_refresh_record(self) -> RefreshRecord | None:
+        """The last refresh this process ran, else the last one any process recorded in the store."""
+        return self.last_refresh or RefreshRecord.from_json(self.records.meta(LAST_REFRESH_KEY))
 
     def _stale(self, pending: int) -> RefreshOutcome:
         why = (
@@ -362,8 +371,7 @@ class Workspace:
         """Each projection's version, high-water mark and lag; the last refresh; the current state."""
         outcome = self.observe()
         newest = self.records.high_water()
-        stored = RefreshRecord.from_json(self.records.meta(LAST_REFRESH_KEY))
-        last = self.last_refresh or stored
+        last = self.last_refresh_record()
         projections = []
         for name in [lane for lane in ("lexical", "dense") if lane in self.lanes]:
             state = self.records.projection(name)
@@ -770,7 +778,6 @@ class _Shadow:
     def __init__(self, owner: Workspace) -> None:
         self._owner = owner
         self._workspace: Workspace | None = None
-        self._debounce = Debounce(owner.policy.debounce)
 
     def poll(self) -> None:
         if self._workspace is None:
@@ -784,17 +791,15 @@ class _Shadow:
                 owner.dense_min_cosine,
                 chroma=owner.chroma,
                 refresh="off",
+                debounce=owner.policy.debounce,
                 refresh_timeout=owner.policy.timeout,
                 index_clock=owner.index_clock,
             )
         workspace = self._workspace
-        changes = workspace._pending_stats()
-        pending = self._owner.watched_pending = len(changes)
-        if self._debounce.waiting(tuple(changes)):
-            return
-        if pending or workspace._behind():
-            outcome = workspace.refresh()
+        outcome = workspace.refresh_when_due()
+        if outcome.report is not None:  # it refreshed: look again for notes saved meanwhile
             self._owner.last_refresh = workspace.last_refresh
-            if outcome.state == CONSISTENT:
-                self._debounce.reset()
-                self._owner.watched_pending = workspace._pending()
+            self._owner.watched_pending = workspace._pending()
+        else:
+            self._owner.last_refresh = workspace.last_refresh or self._owner.last_refresh
+            self._owner.watched_pending = outcome.pending
