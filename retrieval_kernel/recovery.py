@@ -113,10 +113,12 @@ def fresh_snapshot(notes: Path, scratch: Path) -> dict[str, Any]:
 
 
 @contextmanager
-def _workdir() -> Iterator[Path]:
+def _disposable(notes_count: int = 24) -> Iterator[tuple[Path, Path, Path]]:
+    """A temporary folder holding a fresh corpus: ``(folder, notes, store)``; removed afterwards."""
     folder = Path(tempfile.mkdtemp(prefix="rk-recovery-"))
     try:
-        yield folder
+        write_corpus(folder / "notes", notes_count)
+        yield folder, folder / "notes", folder / "store"
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -192,9 +194,7 @@ print("FINISHED", flush=True)
 
 
 def kill_mid_refresh(result: Scenario, where: str) -> None:
-    with _workdir() as work:
-        notes, store = work / "notes", work / "store"
-        write_corpus(notes)
+    with _disposable() as (work, notes, store):
         with Workspace(notes, store, lanes=FAST_LANES) as ws:
             ws.index()
             before = ws.records.projection("lexical")
@@ -226,9 +226,7 @@ def kill_mid_refresh(result: Scenario, where: str) -> None:
 
 
 def corrupt_lexical(result: Scenario, damage: str) -> None:
-    with _workdir() as work:
-        notes, store = work / "notes", work / "store"
-        write_corpus(notes)
+    with _disposable() as (_work, notes, store):
         with Workspace(notes, store, lanes=FAST_LANES) as ws:
             ws.index()
             expected = snapshot(ws)
@@ -263,9 +261,7 @@ def _damage_lexical(folder: Path, damage: str) -> None:
 
 
 def corrupt_projection_table(result: Scenario) -> None:
-    with _workdir() as work:
-        notes, store = work / "notes", work / "store"
-        write_corpus(notes)
+    with _disposable() as (_work, notes, store):
         with Workspace(notes, store, lanes=FAST_LANES) as ws:
             ws.index()
             expected = snapshot(ws)
@@ -289,23 +285,20 @@ def corrupt_projection_table(result: Scenario) -> None:
 
 
 def embedding_raises(result: Scenario) -> None:
-    with _workdir() as work:
-        notes, store = work / "notes", work / "store"
-        write_corpus(notes, notes_count=6)
-        with Workspace(notes, store) as ws:
-            ws.index()
-            result.check("the dense lane is built", "dense" not in ws.lane_errors, ws.lane_errors.get("dense"))
+    with _disposable(6) as (_work, notes, store), Workspace(notes, store) as ws:
+        ws.index()
+        result.check("the dense lane is built", "dense" not in ws.lane_errors, ws.lane_errors.get("dense"))
 
-            def broken(texts: Any) -> Any:
-                raise RuntimeError("embedding model crashed")
+        def broken(texts: Any) -> Any:
+            raise RuntimeError("embedding model crashed")
 
-            ws.dense.function.embedder.embed = broken  # type: ignore[method-assign]
-            packet = ws.query("ledger rounding", as_of=AS_OF)
-            _check_dense_down_others_answer(result, packet, "embedding model crashed")
-            (notes / "ledger.md").write_text("# Ledger\n\n## Rule\n\nRound the ledger half up.\n", encoding="utf-8")
-            packet = ws.query("ledger rounding half up", as_of=AS_OF)  # a refresh that must embed the edit
-            _check_dense_down_others_answer(result, packet, "embedding model crashed")
-            result.check("the edit still reaches the lexical lane", "half up" in packet.evidence[0].excerpt)
+        ws.dense.function.embedder.embed = broken  # type: ignore[method-assign]
+        packet = ws.query("ledger rounding", as_of=AS_OF)
+        _check_dense_down_others_answer(result, packet, "embedding model crashed")
+        (notes / "ledger.md").write_text("# Ledger\n\n## Rule\n\nRound the ledger half up.\n", encoding="utf-8")
+        packet = ws.query("ledger rounding half up", as_of=AS_OF)  # a refresh that must embed the edit
+        _check_dense_down_others_answer(result, packet, "embedding model crashed")
+        result.check("the edit still reaches the lexical lane", "half up" in packet.evidence[0].excerpt)
 
 
 def _check_dense_down_others_answer(result: Scenario, packet: Any, reason: str) -> None:
@@ -337,9 +330,7 @@ print(json.dumps({"lanes": lanes, "first": packet.evidence[0].id if packet.evide
 
 def chroma_damaged(result: Scenario, damage: str) -> None:
     """The dense projection's Chroma folder is deleted or overwritten; a fresh process must cope."""
-    with _workdir() as work:
-        notes, store = work / "notes", work / "store"
-        write_corpus(notes, notes_count=6)
+    with _disposable(6) as (_work, notes, store):
         with Workspace(notes, store) as ws:
             ws.index()
             version = ws.records.projection("dense").version  # type: ignore[union-attr]
@@ -368,36 +359,33 @@ def chroma_damaged(result: Scenario, damage: str) -> None:
 def note_changes_while_read(result: Scenario) -> None:
     from . import indexing
 
-    with _workdir() as work:
-        notes, store = work / "notes", work / "store"
-        write_corpus(notes, notes_count=6)
-        with Workspace(notes, store, lanes=FAST_LANES) as ws:
-            ws.index()
-            target = notes / "ledger.md"
-            target.write_text("# Ledger rounding\n\n## Rule\n\nFirst save: round per line item.\n", encoding="utf-8")
-            original = indexing.note_from_bytes
-            saves: list[str] = []
+    with _disposable(6) as (_work, notes, store), Workspace(notes, store, lanes=FAST_LANES) as ws:
+        ws.index()
+        target = notes / "ledger.md"
+        target.write_text("# Ledger rounding\n\n## Rule\n\nFirst save: round per line item.\n", encoding="utf-8")
+        original = indexing.note_from_bytes
+        saves: list[str] = []
 
-            def saved_meanwhile(rel: str, raw: bytes, *args: Any, **kwargs: Any) -> Any:
-                note = original(rel, raw, *args, **kwargs)
-                if rel == "ledger.md" and not saves:  # the editor saves again while we parse the first save
-                    saves.append(rel)
-                    target.write_text("# Ledger rounding\n\n## Rule\n\nSecond save: half to even.\n", encoding="utf-8")
-                return note
+        def saved_meanwhile(rel: str, raw: bytes, *args: Any, **kwargs: Any) -> Any:
+            note = original(rel, raw, *args, **kwargs)
+            if rel == "ledger.md" and not saves:  # the editor saves again while we parse the first save
+                saves.append(rel)
+                target.write_text("# Ledger rounding\n\n## Rule\n\nSecond save: half to even.\n", encoding="utf-8")
+            return note
 
-            indexing.note_from_bytes = saved_meanwhile
-            try:
-                report = ws.index()
-            finally:
-                indexing.note_from_bytes = original
-            stored = ws.records.passages_of("ledger.md")
-            text = "\n".join(p.text for p in stored)
-            result.check("the change during the read happened", saves == ["ledger.md"])
-            result.check("the stored revision is the second save, whole", "Second save" in text and "First" not in text)
-            document = ws.records.documents()["ledger.md"]
-            on_disk = indexing.hashlib.sha256(target.read_bytes()).hexdigest()
-            result.check("the stored hash is the file's", document.sha256 == on_disk)
-            result.check("no problem is reported", not report.problems, [p.message for p in report.problems])
+        indexing.note_from_bytes = saved_meanwhile
+        try:
+            report = ws.index()
+        finally:
+            indexing.note_from_bytes = original
+        stored = ws.records.passages_of("ledger.md")
+        text = "\n".join(p.text for p in stored)
+        result.check("the change during the read happened", saves == ["ledger.md"])
+        result.check("the stored revision is the second save, whole", "Second save" in text and "First" not in text)
+        document = ws.records.documents()["ledger.md"]
+        on_disk = indexing.hashlib.sha256(target.read_bytes()).hexdigest()
+        result.check("the stored hash is the file's", document.sha256 == on_disk)
+        result.check("no problem is reported", not report.problems, [p.message for p in report.problems])
 
 
 _CONCURRENT_CHILD = """
@@ -422,9 +410,7 @@ with Workspace(sys.argv[1], sys.argv[2], lanes=("identity", "lexical"), refresh=
 
 
 def concurrent_refresh(result: Scenario) -> None:
-    with _workdir() as work:
-        notes, store = work / "notes", work / "store"
-        write_corpus(notes)
+    with _disposable() as (work, notes, store):
         with Workspace(notes, store, lanes=FAST_LANES) as ws:
             ws.index()
         edit_corpus(notes)
@@ -444,9 +430,7 @@ def concurrent_refresh(result: Scenario) -> None:
 
 
 def refresh_timeout(result: Scenario) -> None:
-    with _workdir() as work:
-        notes, store = work / "notes", work / "store"
-        write_corpus(notes, notes_count=60)
+    with _disposable(60) as (work, notes, store):
         with Workspace(notes, store, lanes=FAST_LANES) as ws:
             ws.index()
             answer = ws.query("zephyr quota", as_of=AS_OF).evidence[0].id
@@ -479,9 +463,7 @@ print(json.dumps({"projection": packet.projection, "warnings": list(packet.warni
 
 
 def read_only_store(result: Scenario) -> None:
-    with _workdir() as work:
-        notes, store = work / "notes", work / "store"
-        write_corpus(notes)
+    with _disposable() as (_work, notes, store):
         with Workspace(notes, store, lanes=FAST_LANES) as ws:
             ws.index()
         edit_corpus(notes)
@@ -504,9 +486,7 @@ def read_only_store(result: Scenario) -> None:
 
 
 def corrupt_record_store(result: Scenario) -> None:
-    with _workdir() as work:
-        notes, store = work / "notes", work / "store"
-        write_corpus(notes)
+    with _disposable() as (_work, notes, store):
         with Workspace(notes, store, lanes=FAST_LANES) as ws:
             ws.index()
             expected = snapshot(ws)
