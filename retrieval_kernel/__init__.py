@@ -9,12 +9,43 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .applicability import JudgeSelector, RuleSelector, select_applicable
-from .errors import RetrievalKernelError
-from .grounding import check_grounding
-from .live import JsonSystemOfRecord
-from .packet import Conflict, Evidence, Packet
-from .workspace import Workspace
+from .applicability import (
+    ApplicabilitySelection,
+    JudgeSelector,
+    RejectedCandidate,
+    RuleSelector,
+    SelectedRecord,
+    select_applicable,
+)
+from .errors import (
+    BudgetError,
+    BudgetTooSmallError,
+    ChromaConfigError,
+    ChromaServerError,
+    CorruptStoreError,
+    DateError,
+    EmbeddedStoreUnreadableError,
+    EmptyQueryError,
+    FrontMatterError,
+    FrozenInputChangedError,
+    InputError,
+    LaneUnavailableError,
+    LexicalUnreadableError,
+    NoteDecodeError,
+    NoteError,
+    NotesDirError,
+    QueryTooLongError,
+    RefreshBusyError,
+    RefreshTimeoutError,
+    RetrievalKernelError,
+    StaleCollectionError,
+    StoreError,
+    SuiteError,
+)
+from .output.grounding import check_grounding
+from .output.packet import Budget, Conflict, Evidence, Packet
+from .pipeline.live import JsonSystemOfRecord
+from .pipeline.workspace import Workspace
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -23,14 +54,40 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 __all__ = [
+    "ApplicabilitySelection",
+    "Budget",
+    "BudgetError",
+    "BudgetTooSmallError",
+    "ChromaConfigError",
+    "ChromaServerError",
     "Conflict",
+    "CorruptStoreError",
+    "DateError",
+    "EmbeddedStoreUnreadableError",
+    "EmptyQueryError",
     "Evidence",
     "Explorer",
+    "FrontMatterError",
+    "FrozenInputChangedError",
+    "InputError",
     "JsonSystemOfRecord",
     "JudgeSelector",
+    "LaneUnavailableError",
+    "LexicalUnreadableError",
+    "NoteDecodeError",
+    "NoteError",
+    "NotesDirError",
     "Packet",
+    "QueryTooLongError",
+    "RefreshBusyError",
+    "RefreshTimeoutError",
+    "RejectedCandidate",
     "RetrievalKernelError",
     "RuleSelector",
+    "SelectedRecord",
+    "StaleCollectionError",
+    "StoreError",
+    "SuiteError",
     "Workspace",
     "__version__",
     "check_grounding",

@@ -9,30 +9,36 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from .embedding import DEFAULT_EMBEDDER, EMBEDDERS
 from .errors import FrozenInputChangedError, InputError, RetrievalKernelError
-from .policy import DEFAULT_INTENT, INTENTS
-from .workspace import DEFAULT_TOP, LANES, Workspace, checked_lanes
+from .pipeline.policy import INTENTS
+from .pipeline.requests import LANES, checked_lanes
+from .pipeline.workspace import Workspace
+from .projections.embedding import DEFAULT_EMBEDDER, EMBEDDERS
+from .settings import DEFAULTS, ENV_URL, Settings, budget_limits, default_store_dir, resolve_settings
 
 if TYPE_CHECKING:
     from .applicability import ApplicabilitySelection
-    from .packet import Packet
+    from .output.packet import Packet
 
 EXIT_OK, EXIT_GATE_FAILED, EXIT_BAD_INPUT, EXIT_FROZEN_CHANGED = 0, 1, 2, 3
-CHROMA_HELP = (
-    "where dense vectors live: 'embedded' or http://host:port (default: $RETRIEVAL_KERNEL_CHROMA_URL, pyproject)"
-)
+CHROMA_HELP = f"where dense vectors live: 'embedded' or http://host:port (default: pyproject chroma, ${ENV_URL})"
+
+
+def _settings(**options: Any) -> Settings:
+    """The flags given (``None``: not given) over pyproject, the environment and the defaults."""
+    return resolve_settings(options)
 
 
 def _index(args: argparse.Namespace) -> int:
-    with Workspace(args.notes_dir, args.store, chroma=args.chroma, refresh_timeout=args.timeout) as workspace:
+    settings = _settings(store_dir=args.store, chroma=args.chroma, refresh_timeout=args.timeout)
+    with Workspace(
+        args.notes_dir, settings.store_dir, chroma=settings.chroma, refresh_timeout=settings.refresh_timeout
+    ) as workspace:
         report = workspace.index()
         summary = {
             "notes_dir": str(args.notes_dir),
@@ -41,7 +47,7 @@ def _index(args: argparse.Namespace) -> int:
             "updated": list(report.updated),
             "deleted": list(report.deleted),
             "unchanged": report.unchanged,
-            "passages": workspace.records.passage_count(),
+            "passages": workspace.passage_count(),
             "problems": [
                 {"path": p.path, "message": p.message, "kept_last_good": p.kept_last_good} for p in report.problems
             ],
@@ -53,25 +59,27 @@ def _index(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from .refresh import status_text
+    from .store.refresh import status_text
 
-    with Workspace(args.notes_dir, args.store, chroma=args.chroma, refresh="off") as workspace:
+    settings = _settings(store_dir=args.store, chroma=args.chroma)
+    with Workspace(args.notes_dir, settings.store_dir, chroma=settings.chroma, refresh="off") as workspace:
         status = workspace.status()
     print(json.dumps(status, indent=2, ensure_ascii=False) if args.json else status_text(status))
     return EXIT_OK
 
 
 def _rebuild(args: argparse.Namespace) -> int:
-    from .workspace import rebuild
+    from .pipeline.workspace import rebuild
 
-    report = rebuild(args.notes_dir, args.store, chroma=args.chroma)
+    settings = _settings(store_dir=args.store, chroma=args.chroma)
+    report = rebuild(args.notes_dir, settings.store_dir, chroma=settings.chroma)
     summary = {"rebuilt": str(args.notes_dir), "notes": len(report.added), "problems": len(report.problems)}
     print(json.dumps(summary, indent=2))
     return EXIT_OK
 
 
 def _eval_recovery(args: argparse.Namespace) -> int:
-    from .recovery import SCENARIOS, run_recovery
+    from .evaluation.recovery import SCENARIOS, run_recovery
 
     names = args.scenario or list(SCENARIOS)
     receipt = run_recovery(names, progress=lambda line: print(line, file=sys.stderr))
@@ -83,20 +91,37 @@ def _eval_recovery(args: argparse.Namespace) -> int:
     return EXIT_OK if receipt["passed"] else EXIT_GATE_FAILED
 
 
+def _query_settings(args: argparse.Namespace) -> Settings:
+    return _settings(
+        store_dir=args.store,
+        as_of=args.as_of,
+        max_bytes=args.max_bytes,
+        max_chars=args.max_chars,
+        top=args.top,
+        refresh=False if args.no_refresh else None,
+        scope=args.scope,
+        intent=args.intent,
+        chroma=args.chroma,
+    )
+
+
 def _query(args: argparse.Namespace) -> int:
     if args.select or args.when:
         return _query_select(args)
-    with Workspace(args.notes, args.store, lanes=checked_lanes(args.lanes), chroma=args.chroma) as workspace:
+    settings = _query_settings(args)
+    lanes = checked_lanes(args.lanes)
+    with Workspace(
+        args.notes, settings.store_dir, lanes=lanes, chroma=settings.chroma, refresh_timeout=settings.refresh_timeout
+    ) as workspace:
         packet = workspace.query(
             args.text,
-            as_of=args.as_of,
-            max_bytes=args.max_bytes,
-            max_chars=args.max_chars,
-            top=args.top,
-            refresh=not args.no_refresh,
-            scopes=args.scope,
-            intent=args.intent,
+            as_of=settings.as_of,
+            top=settings.top,
+            refresh=settings.refresh,
+            scopes=settings.scopes,
+            intent=settings.intent,
             audit=args.audit,
+            **budget_limits(settings.budget),
         )
     print(_rendered(packet, args.format))
     return EXIT_OK
@@ -119,22 +144,26 @@ def _query_select(args: argparse.Namespace) -> int:
 
     if not args.select:
         raise InputError("--when states conditions for applicability selection: add --select")
-    with Workspace(args.notes, args.store, lanes=checked_lanes(args.lanes), chroma=args.chroma) as workspace:
+    settings = _query_settings(args)
+    lanes = checked_lanes(args.lanes)
+    with Workspace(
+        args.notes, settings.store_dir, lanes=lanes, chroma=settings.chroma, refresh_timeout=settings.refresh_timeout
+    ) as workspace:
         selection = select_applicable(
             workspace,
             args.text,
             conditions=args.when or None,
-            intent="audit" if args.audit else args.intent,
-            lanes=checked_lanes(args.lanes),
-            scopes=args.scope,
-            refresh=not args.no_refresh,
+            intent="audit" if args.audit else settings.intent,
+            lanes=lanes,
+            scopes=settings.scopes,
+            refresh=settings.refresh,
         )
     print(_rendered(selection, args.format))
     return EXIT_OK
 
 
 def _notes(args: argparse.Namespace) -> int:
-    from .inventory import inventory
+    from .corpus.inventory import inventory
 
     listing = inventory(args.notes_dir)
     if args.json:
@@ -152,13 +181,13 @@ def _notes(args: argparse.Namespace) -> int:
 
 
 def _trace(args: argparse.Namespace) -> int:
-    from .config import default_store_dir
-    from .records import DATABASE_NAME, RecordStore
-    from .trace import trace_text
+    from .pipeline.trace import trace_text
+    from .store.records import DATABASE_NAME, RecordStore
 
-    if args.store is None and not args.notes.is_dir():
+    store = _settings(store_dir=args.store).store_dir  # the store `query` wrote the trace to
+    if store is None and not args.notes.is_dir():
         raise InputError(f"notes directory {args.notes} does not exist")
-    store = args.store or default_store_dir(args.notes)
+    store = store or default_store_dir(args.notes)
     if not (store / DATABASE_NAME).is_file():  # a read command never creates a store
         raise InputError(f"no store at {store}: index {args.notes} and query it first")
     with RecordStore(store) as records:
@@ -170,68 +199,58 @@ def _trace(args: argparse.Namespace) -> int:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from .evaluation import run_suite, suite_kind
+    from .evaluation.suites import run_suite, suite_kind
 
     if args.output and not args.output.parent.is_dir():
         raise InputError(f"cannot write the receipt: folder {args.output.parent} does not exist")
-    with _chroma_env(args.chroma):  # the suites build their own workspaces, which read this variable
-        if suite_kind(args.suite_dir) == "lessons":
-            from .lessons_eval import lessons_summary, run_lessons_suite
+    chroma = _settings(chroma=args.chroma).chroma  # the suites build their own workspaces with it
+    lanes = checked_lanes(args.lanes)
+    if suite_kind(args.suite_dir) == "lessons":
+        from .evaluation.lessons_eval import lessons_summary, run_lessons_suite
 
-            if args.questions:
-                raise InputError("a lessons suite scores only its frozen query files; drop --questions")
-            receipt = run_lessons_suite(args.suite_dir, split=args.split, lanes=checked_lanes(args.lanes))
-            table = lessons_summary(receipt)
-        elif suite_kind(args.suite_dir) == "policy":
-            from .policy_eval import policy_summary, run_policy_suite
+        if args.questions:
+            raise InputError("a lessons suite scores only its frozen query files; drop --questions")
+        receipt = run_lessons_suite(args.suite_dir, split=args.split, lanes=lanes, chroma=chroma)
+        table = lessons_summary(receipt)
+    elif suite_kind(args.suite_dir) == "policy":
+        from .evaluation.policy_eval import policy_summary, run_policy_suite
 
-            if args.questions:
-                raise InputError("a policy suite scores only its frozen question file; drop --questions")
-            receipt = run_policy_suite(args.suite_dir, lanes=checked_lanes(args.lanes))
-            table = policy_summary(receipt)
-        else:
-            from .study import summary_table
+        if args.questions:
+            raise InputError("a policy suite scores only its frozen question file; drop --questions")
+        receipt = run_policy_suite(args.suite_dir, lanes=lanes, chroma=chroma)
+        table = policy_summary(receipt)
+    elif suite_kind(args.suite_dir) == "abstention":
+        from .evaluation.abstention_suite import abstention_summary, run_abstention_suite
 
-            receipt = run_suite(args.suite_dir, questions=args.questions, lanes=checked_lanes(args.lanes))
-            table = summary_table(receipt)
+        if args.questions:
+            raise InputError("an abstention suite scores only its frozen question file; drop --questions")
+        receipt = run_abstention_suite(args.suite_dir, lanes=lanes, chroma=chroma)
+        table = abstention_summary(receipt)
+    else:
+        from .evaluation.study import summary_table
+
+        receipt = run_suite(args.suite_dir, questions=args.questions, lanes=lanes, chroma=chroma)
+        table = summary_table(receipt)
     if args.output:
         Path(args.output).write_text(json.dumps(receipt, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"{table}\n{'all gates passed' if receipt['passed'] else 'A GATE FAILED'}")
     return EXIT_OK if receipt["passed"] else EXIT_GATE_FAILED
 
 
-@contextmanager
-def _chroma_env(chroma: str | None) -> Iterator[None]:
-    """Set ``RETRIEVAL_KERNEL_CHROMA_URL`` to ``chroma`` for the block (validated first); unchanged if ``None``."""
-    from .chroma_client import ENV_URL, parse_url
-
-    if chroma is None:
-        yield
-        return
-    parse_url(chroma)
-    before = os.environ.get(ENV_URL)
-    os.environ[ENV_URL] = chroma
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(ENV_URL, None)
-        else:
-            os.environ[ENV_URL] = before
-
-
 def _serve_check(args: argparse.Namespace) -> int:
-    from dataclasses import replace
-
-    from .chroma_client import ChromaConfigError, resolve_chroma
-    from .servecheck import report_text, serve_check
+    from .projections.chroma_client import ChromaConfigError
+    from .projections.servecheck import report_text, serve_check
 
     if args.url.strip().lower() == "embedded":
         raise ChromaConfigError("serve-check needs a server URL such as http://localhost:8000")
-    settings = resolve_chroma(args.url)  # tenant, database and prefix default to pyproject's
-    overrides = {"tenant": args.tenant, "database": args.database, "prefix": args.prefix, "timeout_s": args.timeout}
-    settings = replace(settings, **{key: value for key, value in overrides.items() if value is not None}).checked()
-    result = serve_check(settings)
+    settings = _settings(  # tenant, database, prefix and timeout not given: pyproject's, the environment's
+        chroma=args.url,
+        chroma_tenant=args.tenant,
+        chroma_database=args.database,
+        chroma_prefix=args.prefix,
+        chroma_timeout=args.timeout,
+    )
+    result = serve_check(settings.chroma)
     print(json.dumps(result, indent=2) if args.json else report_text(result))
     return EXIT_OK
 
@@ -239,7 +258,7 @@ def _serve_check(args: argparse.Namespace) -> int:
 def _beir(args: argparse.Namespace) -> int:
     import tempfile
 
-    from .beir import run_beir
+    from .evaluation.beir import run_beir
 
     if not args.output.parent.is_dir():
         raise InputError(f"cannot write the run: folder {args.output.parent} does not exist")
@@ -253,6 +272,7 @@ def _beir(args: argparse.Namespace) -> int:
             methods=methods,
             embedder=args.embedder,
             progress=lambda line: print(line, file=sys.stderr),
+            chroma=_settings().chroma,
         )
     args.output.write_text(json.dumps(run, indent=1) + "\n", encoding="utf-8")
     for method, scores in run["methods"].items():
@@ -264,14 +284,14 @@ def _beir(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from .bench import run_bench
+    from .evaluation.bench import run_bench
 
     if not args.output.parent.is_dir():
         raise InputError(f"cannot write the benchmark: folder {args.output.parent} does not exist")
     sizes = [int(size) for size in args.passages.split(",")]
     if any(size < 100 for size in sizes):
         raise InputError("--passages sizes must be at least 100")
-    result = run_bench(sizes, progress=lambda line: print(line, file=sys.stderr))
+    result = run_bench(sizes, progress=lambda line: print(line, file=sys.stderr), chroma=_settings().chroma)
     args.output.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     print(json.dumps(result, indent=1))
     return EXIT_OK
@@ -324,13 +344,15 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("--as-of", help="clock for source ages, YYYY-MM-DD (default: today, UTC)")
     budget = query.add_mutually_exclusive_group()
     budget.add_argument("--max-bytes", type=int, help="cap the serialized packet in UTF-8 bytes")
-    budget.add_argument("--max-chars", type=int, help="cap the serialized packet in characters (default 20,000)")
-    query.add_argument("--top", type=int, default=DEFAULT_TOP, help=f"most evidence items (default {DEFAULT_TOP})")
+    budget.add_argument(
+        "--max-chars", type=int, help=f"cap the serialized packet in characters (default {DEFAULTS.budget.limit:,})"
+    )
+    query.add_argument("--top", type=int, help=f"most evidence items (default {DEFAULTS.top})")
     query.add_argument("--format", choices=["json", "text", "markdown", "html"], default="json")
     query.add_argument("--no-refresh", action="store_true", help="answer from the index as it is")
     query.add_argument("--lanes", default=",".join(LANES), help="comma-separated lanes (default: all)")
     query.add_argument("--scope", help="the caller's scopes, comma-separated ('*' sees every note)")
-    query.add_argument("--intent", choices=INTENTS, default=DEFAULT_INTENT, help="orders evidence roles")
+    query.add_argument("--intent", choices=INTENTS, help=f"orders evidence roles (default {DEFAULTS.intent})")
     query.add_argument("--audit", action="store_true", help="also show excluded items, as history")
     query.add_argument("--chroma", help=CHROMA_HELP)
     query.add_argument("--select", action="store_true", help="return the records that apply (applicability selection)")

@@ -9,7 +9,8 @@
     │   ├── BudgetError                  budget unit/limit out of range
     │   │   └── BudgetTooSmallError      limit below the size of an empty packet
     │   ├── DateError                    an as-of date that does not parse
-    │   └── NotesDirError                notes root missing or not a directory
+    │   ├── NotesDirError                notes root missing or not a directory
+    │   └── ChromaConfigError            a malformed Chroma URL, tenant, database or prefix
     ├── NoteError                        one note cannot be read (others still index)
     │   ├── NoteDecodeError              file is not valid UTF-8
     │   └── FrontMatterError             front matter is not valid YAML / not a mapping
@@ -18,6 +19,10 @@
     │   ├── RefreshBusyError             another process is publishing a refresh
     │   └── RefreshTimeoutError          a refresh ran past its time limit
     ├── LaneUnavailableError             a lane cannot run (model/index missing or failing)
+    │   ├── LexicalUnreadableError       the serving Whoosh index is missing or damaged (rebuilt)
+    │   ├── StaleCollectionError         a Chroma collection does not match the record store
+    │   ├── EmbeddedStoreUnreadableError the embedded Chroma folder is damaged (rebuilt)
+    │   └── ChromaServerError            the Chroma server is down, slow or refused a request
     └── SuiteError                       an evaluation suite is malformed
         └── FrozenInputChangedError      frozen corpus/questions differ from the manifest
 
@@ -99,8 +104,32 @@ class RefreshTimeoutError(StoreError):
     """A refresh ran past its time limit; what it had not published is redone next time."""
 
 
+class ChromaConfigError(InputError):
+    """The Chroma setting (URL, tenant, database or prefix) is malformed."""
+
+
 class LaneUnavailableError(RetrievalKernelError):
     """A retrieval lane cannot run; the others still answer and the packet says why."""
+
+
+class LexicalUnreadableError(LaneUnavailableError):
+    """The serving lexical index cannot be read (missing or damaged files)."""
+
+
+class StaleCollectionError(LaneUnavailableError):
+    """The Chroma collection does not match the record store; it is not searched (indexing rebuilds it)."""
+
+
+class EmbeddedStoreUnreadableError(LaneUnavailableError):
+    """The embedded Chroma folder cannot be opened (damaged files); it is derived data and can be rebuilt."""
+
+
+class ChromaServerError(LaneUnavailableError):
+    """The Chroma server is down, slow, or refused a request; the dense lane is unavailable."""
+
+    def __init__(self, message: str, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable  # a connection failure, worth another try after a pause
 
 
 class SuiteError(RetrievalKernelError):

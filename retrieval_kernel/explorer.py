@@ -16,9 +16,8 @@ from pathlib import Path
 import ipywidgets as widgets
 
 from .errors import BudgetError, RetrievalKernelError
-from .packet import MIN_BUDGET, Packet
-from .policy import DEFAULT_INTENT, INTENTS
-from .render import (
+from .output.packet import BUDGET_UNITS, MIN_BUDGET, Budget, Packet
+from .output.render import (
     STYLE,
     abstention_text,
     conflict_text,
@@ -26,7 +25,11 @@ from .render import (
     excluded_text,
     lane_text,
 )
-from .workspace import DEFAULT_TOP, LANES, MAX_TOP, Workspace, budget_from, checked_lanes
+from .pipeline.freshness import parse_as_of
+from .pipeline.policy import INTENTS
+from .pipeline.requests import LANES, MAX_TOP, checked_lanes, checked_top
+from .pipeline.workspace import Workspace
+from .settings import DEFAULTS, budget_limits
 
 SLIDER_MAX = 100_000  # the slider's top; larger budgets (up to MAX_BUDGET) can be set from Python
 
@@ -46,11 +49,10 @@ class Explorer:
         workspace: Workspace | None = None,
         query: str = "",
         as_of: str | dt.date | None = None,
-        intent: str = DEFAULT_INTENT,
-        scopes: Sequence[str] = (),
-        budget: int = 20_000,
-        unit: str = "chars",
-        top: int = DEFAULT_TOP,
+        intent: str = DEFAULTS.intent,
+        scopes: Sequence[str] = DEFAULTS.scopes,
+        budget: Budget = DEFAULTS.budget,
+        top: int = DEFAULTS.top,
         audit: bool = False,
         lanes: Sequence[str] | None = None,
     ) -> None:
@@ -59,10 +61,10 @@ class Explorer:
                 raise RetrievalKernelError("Explorer needs a notes folder or a Workspace")
             workspace = Workspace(notes_dir, store_dir)
         self.workspace = workspace
-        _check_settings(budget, unit, top, lanes)  # the widgets would clamp a bad value; say so instead
+        _check_settings(budget, top, lanes)  # the widgets would clamp a bad value; say so instead
         self.packet: Packet | None = None
         self.error: str | None = None
-        self._build_controls(query, as_of, intent, scopes, budget, unit, top, audit, lanes)
+        self._build_controls(query, parse_as_of(as_of), intent, scopes, budget, top, audit, lanes)
         self._build_views()
         self.widget = widgets.VBox(
             [self.controls, self.progress_line, self.error_box, self.status, self.results, self.conflicts, self.copy],
@@ -77,11 +79,10 @@ class Explorer:
     def _build_controls(
         self,
         query: str,
-        as_of: str | dt.date | None,
+        as_of: dt.date,
         intent: str,
         scopes: Sequence[str],
-        budget: int,
-        unit: str,
+        budget: Budget,
         top: int,
         audit: bool,
         lanes: Sequence[str] | None,
@@ -94,17 +95,18 @@ class Explorer:
         )
         self.search_button = widgets.Button(description="Search", button_style="primary", icon="search")
         self.intent = widgets.Dropdown(options=list(INTENTS), value=intent, description="intent")
-        self.unit = widgets.ToggleButtons(options=["chars", "bytes"], value=unit, description="unit")
+        units = sorted(BUDGET_UNITS, key=lambda unit: unit != DEFAULTS.budget.unit)  # the default unit first
+        self.unit = widgets.ToggleButtons(options=units, value=budget.unit, description="unit")
         self.budget = widgets.IntSlider(
-            value=budget,
+            value=budget.limit,
             min=MIN_BUDGET,
-            max=max(SLIDER_MAX, budget),
+            max=max(SLIDER_MAX, budget.limit),
             step=500,
             description="budget",
             continuous_update=False,  # one query when the slider is released, not one per step
         )
-        self.top = widgets.BoundedIntText(value=top, min=1, max=100, description="top")
-        self.as_of = widgets.DatePicker(value=_as_date(as_of), description="as of")
+        self.top = widgets.BoundedIntText(value=top, min=1, max=MAX_TOP, description="top")
+        self.as_of = widgets.DatePicker(value=as_of, description="as of")
         self.scopes = widgets.TagsInput(value=list(scopes), allow_duplicates=False)
         self.audit = widgets.Checkbox(value=audit, description="audit (show excluded)", indent=False)
         chosen = set(lanes if lanes is not None else self.workspace.lanes)
@@ -153,6 +155,11 @@ class Explorer:
     def chosen_lanes(self) -> list[str]:
         return [lane for lane, box in self.lane_toggles.items() if box.value and not box.disabled]
 
+    @property
+    def chosen_budget(self) -> Budget:
+        """The budget the unit toggle and the slider show (the core checks its range)."""
+        return Budget(self.unit.value, self.budget.value)
+
     def run(self) -> Packet | None:
         """Query with the current control values; show the packet, or the error inside the panel."""
         self._step(1, "refreshing the index and searching (the first query loads the embedding model)")
@@ -167,7 +174,7 @@ class Explorer:
                 audit=self.audit.value,
                 top=self.top.value,
                 lanes=self.chosen_lanes,
-                **{"max_chars" if self.unit.value == "chars" else "max_bytes": self.budget.value},
+                **budget_limits(self.chosen_budget),
             )
             self.error = None
         except RetrievalKernelError as exc:
@@ -219,19 +226,14 @@ class Explorer:
         self.packet_json.value = packet.to_json(indent=2)
 
 
-def _check_settings(budget: int, unit: str, top: int, lanes: Sequence[str] | None) -> None:
+def _check_settings(budget: Budget, top: int, lanes: Sequence[str] | None) -> None:
     """Raise the core's own error for a value the widgets cannot hold."""
-    budget_from(budget if unit == "bytes" else None, budget if unit == "chars" else None)
-    if not 1 <= top <= MAX_TOP:
-        raise BudgetError(f"top must be between 1 and {MAX_TOP}, not {top}")
+    if not isinstance(budget, Budget):
+        raise BudgetError(f"budget must be a Budget such as {DEFAULTS.budget!r}, not {budget!r}")
+    Budget.checked(budget.unit, budget.limit)
+    checked_top(top)
     if lanes is not None:
         checked_lanes(lanes)
-
-
-def _as_date(value: str | dt.date | None) -> dt.date:
-    from .freshness import parse_as_of
-
-    return parse_as_of(value)
 
 
 def _status_html(packet: Packet) -> str:

@@ -6,8 +6,9 @@ Option values expand ``{name}`` and ``$name`` from the user namespace, as IPytho
 
     %context --notes notes/ --as-of 2026-10-15 --max-bytes 4000 Who decides a record's owner?
 
-Settings are traitlets (``%config ContextMagics.notes_dir = "notes"``) and fall
-back to ``[tool.retrieval_kernel]`` in the nearest pyproject.toml.
+Settings are traitlets (``%config ContextMagics.notes_dir = "notes"``), checked when
+they are set; options, traitlets, ``[tool.retrieval_kernel]`` in the nearest pyproject.toml
+and the environment are merged by :func:`retrieval_kernel.settings.resolve_settings`.
 """
 
 from __future__ import annotations
@@ -16,23 +17,32 @@ import argparse
 import json
 import re
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_cell_magic, line_magic, magics_class, no_var_expand
-from traitlets import Bool, Float, Integer, Unicode
+from traitlets import Bool, Float, Integer, TraitError, Unicode, validate
 from traitlets.config import Configurable
 
-from .config import project_settings
 from .errors import RetrievalKernelError
-from .packet import Packet
-from .policy import DEFAULT_INTENT, INTENTS
-from .workspace import DEFAULT_TOP, Workspace
+from .output.packet import Packet
+from .pipeline.policy import INTENTS
+from .pipeline.workspace import Workspace
+from .settings import (
+    DEFAULTS,
+    QUERY_KEYS,
+    PyprojectCache,
+    Settings,
+    budget_limits,
+    check_setting,
+    resolve_settings,
+)
 
 _OPTION = re.compile(r"""\s*(--(?:[A-Za-z][\w-]*)?)(?:=("[^"]*"|'[^']*'|\S+))?(?=\s|$)""")
 _VALUE = re.compile(r"""\s*(?:"([^"]*)"|'([^']*)'|(\S+))""")
 _FLAGS = frozenset({"--json", "--no-refresh", "--refresh", "--audit", "--select"})
+# the settings %config can set, one traitlet each (see retrieval_kernel.settings)
+TRAITLETS = (*QUERY_KEYS, "chroma", "refresh_mode", "debounce", "refresh_timeout")
 _MAGIC_LINE = re.compile(
     r"^(?P<indent>[ \t]*)(?:(?P<target>[\w.]+)[ \t]*=[ \t]*)?%(?P<name>context(?:_explore)?)\b"
     r"(?P<rest>.*?)(?P<end>\r?\n)?$"
@@ -120,12 +130,12 @@ class ContextMagics(Magics, Configurable):
     as_of = Unicode(None, allow_none=True, help="Clock for source ages, ISO date (default: today).").tag(config=True)
     max_bytes = Integer(None, allow_none=True, help="Cap on the serialized packet in UTF-8 bytes.").tag(config=True)
     max_chars = Integer(None, allow_none=True, help="Cap on the serialized packet in characters.").tag(config=True)
-    top = Integer(None, allow_none=True, help=f"Most evidence items (default {DEFAULT_TOP}).").tag(config=True)
+    top = Integer(None, allow_none=True, help=f"Most evidence items (default {DEFAULTS.top}).").tag(config=True)
     refresh = Bool(None, allow_none=True, help="Re-index changed notes before answering (default on).").tag(config=True)
     scope = Unicode(None, allow_none=True, help="The caller's scopes, comma-separated (default: none).").tag(
         config=True
     )
-    intent = Unicode(None, allow_none=True, help=f"One of {', '.join(INTENTS)} (default {DEFAULT_INTENT}).").tag(
+    intent = Unicode(None, allow_none=True, help=f"One of {', '.join(INTENTS)} (default {DEFAULTS.intent}).").tag(
         config=True
     )
     chroma = Unicode(None, allow_none=True, help="Dense vectors: 'embedded' or http://host:port (Chroma server).").tag(
@@ -139,11 +149,28 @@ class ContextMagics(Magics, Configurable):
         config=True
     )
 
+    @validate(*TRAITLETS)
+    def _check_traitlet(self, proposal: Any) -> Any:
+        """Refuse a bad ``%config`` value when it is set, not at the next query."""
+        key, value = proposal["trait"].name, proposal["value"]
+        try:
+            check_setting(key, value)
+        except RetrievalKernelError as exc:
+            raise TraitError(f"ContextMagics.{key} = {value!r}: {exc}") from None
+        other = {"max_bytes": "max_chars", "max_chars": "max_bytes"}.get(key)
+        if other is not None and getattr(self, other) is not None:
+            raise TraitError(
+                f"ContextMagics.{key} = {value!r}: ContextMagics.{other} is already set and the budget is one "
+                f"setting; set ContextMagics.{other} = None first"
+            )
+        return value
+
     def __init__(self, shell: Any) -> None:
         Configurable.__init__(self, config=shell.config)
         Magics.__init__(self, shell=shell)
         shell.configurables.append(self)
-        self._workspaces: dict[tuple[Path, Path | None, str | None], Workspace] = {}
+        self._pyproject = PyprojectCache()  # read again only when the pyproject changes
+        self._workspaces: dict[tuple[Any, ...], Workspace] = {}
         self.last_packet: Packet | None = None
         self.last_selection: Any = None  # the last ApplicabilitySelection (%context --select)
         self._last_workspace: Workspace | None = None
@@ -167,22 +194,21 @@ class ContextMagics(Magics, Configurable):
             raise UsageError("%%context: put options on the magic line and the question in the cell")
         query = cell if cell is not None else rest
         options = vars(_option_parser().parse_args(argv))
-        settings = self._settings(options)
+        settings = self._settings(options, "%context")
         if options["select"] or options["when"]:
             return self._select(query, options, settings)
         try:
             workspace = self._workspace(settings)
             packet = workspace.query(
                 query,
-                as_of=settings["as_of"],
-                max_bytes=settings["max_bytes"],
-                max_chars=settings["max_chars"],
-                top=DEFAULT_TOP if settings["top"] is None else settings["top"],
-                refresh=settings["refresh"] is not False,
+                as_of=settings.as_of,
+                top=settings.top,
+                refresh=settings.refresh,
                 lanes=options["lanes"].split(",") if options["lanes"] else None,
-                scopes=settings["scope"],
-                intent=settings["intent"] or DEFAULT_INTENT,
+                scopes=settings.scopes,
+                intent=settings.intent,
                 audit=options["audit"],
+                **budget_limits(settings.budget),
             )
         except RetrievalKernelError as exc:
             raise UsageError(f"%context: {exc}") from None
@@ -193,7 +219,7 @@ class ContextMagics(Magics, Configurable):
             return None
         return packet
 
-    def _select(self, query: str, options: dict[str, Any], settings: dict[str, Any]) -> Any:
+    def _select(self, query: str, options: dict[str, Any], settings: Settings) -> Any:
         """``%context --select [--when key=value ...] QUESTION``: the records that apply, why, and what was rejected."""
         from .applicability import select_applicable
 
@@ -204,10 +230,10 @@ class ContextMagics(Magics, Configurable):
                 self._workspace(settings),
                 query,
                 conditions=options["when"] or None,
-                intent="audit" if options["audit"] else settings["intent"] or DEFAULT_INTENT,
+                intent="audit" if options["audit"] else settings.intent,
                 lanes=options["lanes"].split(",") if options["lanes"] else None,
-                scopes=settings["scope"],
-                refresh=settings["refresh"] is not False,
+                scopes=settings.scopes,
+                refresh=settings.refresh,
             )
         except RetrievalKernelError as exc:
             raise UsageError(f"%context: {exc}") from None
@@ -217,24 +243,22 @@ class ContextMagics(Magics, Configurable):
             return None
         return selection
 
-    def _settings(self, options: dict[str, Any]) -> dict[str, Any]:
-        """Merge: option > %config traitlet > pyproject > default (None)."""
+    def _settings(self, options: Mapping[str, Any], name: str) -> Settings:
+        """The settings in force: option > %config traitlet > pyproject > environment > default."""
         try:
-            project = project_settings()
+            settings = resolve_settings(
+                {key: options.get(key) for key in QUERY_KEYS},
+                {key: getattr(self, key) for key in TRAITLETS},
+                pyproject=self._pyproject,
+            )
         except RetrievalKernelError as exc:
-            raise UsageError(f"%context: {exc}") from None
-        keys = ("notes_dir", "store_dir", "as_of", "top", "refresh", "scope", "intent")
-        merged = {key: _first(options.get(key), getattr(self, key), project.get(key)) for key in keys}
-        # The budget is one setting in two units: the strongest source that names either wins whole.
-        sources = (options, {"max_bytes": self.max_bytes, "max_chars": self.max_chars}, project)
-        budget = next((s for s in sources if s.get("max_bytes") is not None or s.get("max_chars") is not None), {})
-        merged["max_bytes"], merged["max_chars"] = budget.get("max_bytes"), budget.get("max_chars")
-        if merged["notes_dir"] is None:
+            raise UsageError(f"{name}: {exc}") from None
+        if settings.notes_dir is None:
             raise UsageError(
-                "%context: no notes folder: pass --notes DIR, or %config ContextMagics.notes_dir = 'DIR', "
+                f"{name}: no notes folder: pass --notes DIR, or %config ContextMagics.notes_dir = 'DIR', "
                 "or set notes_dir in [tool.retrieval_kernel] of pyproject.toml"
             )
-        return merged
+        return settings
 
     @no_var_expand
     @line_magic
@@ -246,22 +270,17 @@ class ContextMagics(Magics, Configurable):
         if self.shell is not None:
             argv = [self.shell.var_expand(token) for token in argv]
         options = vars(_option_parser().parse_args(argv))
-        settings = self._settings(options)
-        if settings["max_bytes"] is not None:
-            unit, budget = "bytes", settings["max_bytes"]
-        else:
-            unit, budget = "chars", settings["max_chars"]
+        settings = self._settings(options, "%context_explore")
         try:
             workspace = self._workspace(settings)
             return Explorer(
                 workspace=workspace,
                 query=rest,
-                as_of=settings["as_of"],
-                intent=settings["intent"] or DEFAULT_INTENT,
-                scopes=[s for s in (settings["scope"] or "").split(",") if s.strip()],
-                budget=20_000 if budget is None else budget,
-                unit=unit,
-                top=DEFAULT_TOP if settings["top"] is None else settings["top"],
+                as_of=settings.as_of,
+                intent=settings.intent,
+                scopes=settings.scopes,
+                budget=settings.budget,
+                top=settings.top,
                 audit=options["audit"],
                 lanes=options["lanes"].split(",") if options["lanes"] else None,
             )
@@ -271,7 +290,7 @@ class ContextMagics(Magics, Configurable):
     @line_magic
     def context_trace(self, line: str) -> None:
         """Show how a packet was built: ``%context_trace [TRACE_ID] [--json]`` (default: the last packet)."""
-        from .trace import trace_text
+        from .pipeline.trace import trace_text
 
         words = line.split()
         as_json = "--json" in words
@@ -290,7 +309,7 @@ class ContextMagics(Magics, Configurable):
 
         ``%%context_check`` or ``%%context_check --packet NAME`` (a Packet in your namespace).
         """
-        from .grounding import check_grounding, parse_claims
+        from .output.grounding import check_grounding, parse_claims
 
         argv, rest = split_options(line)
         packet: Any = self.last_packet
@@ -305,21 +324,24 @@ class ContextMagics(Magics, Configurable):
         except RetrievalKernelError as exc:
             raise UsageError(f"%%context_check: {exc}") from None
 
-    def _workspace(self, settings: dict[str, Any]) -> Workspace:
-        notes = Path(settings["notes_dir"]).expanduser().resolve()
-        store = Path(settings["store_dir"]).expanduser().resolve() if settings["store_dir"] else None
-        project = project_settings()
-        refresh = {
-            "refresh": _first(self.refresh_mode, project.get("refresh_mode"), "on-query"),
-            "debounce": float(_first(self.debounce, project.get("debounce"), 0.0)),
-            "refresh_timeout": _first(self.refresh_timeout, project.get("refresh_timeout")),
-        }
-        # chroma None: RETRIEVAL_KERNEL_CHROMA_URL, then pyproject, then embedded
-        key = (notes, store, self.chroma, *refresh.values())
+    def _workspace(self, settings: Settings) -> Workspace:
+        """One workspace (and watcher) per notes store; a changed setting replaces it."""
+        if settings.notes_dir is None:  # pragma: no cover - _settings refuses this first
+            raise UsageError("%context: no notes folder")
+        notes = settings.notes_dir.resolve()
+        store = settings.store_dir.resolve() if settings.store_dir is not None else None
+        key = (notes, store, settings.chroma, settings.refresh_mode, settings.debounce, settings.refresh_timeout)
         if key not in self._workspaces:
             for old in [k for k in self._workspaces if k[:2] == (notes, store)]:
                 self._workspaces.pop(old).close()  # settings changed: one workspace (and watcher) per store
-            self._workspaces[key] = Workspace(notes, store, chroma=self.chroma, **refresh)
+            self._workspaces[key] = Workspace(
+                notes,
+                store,
+                chroma=settings.chroma,
+                refresh=settings.refresh_mode,
+                debounce=settings.debounce,
+                refresh_timeout=settings.refresh_timeout,
+            )
         return self._workspaces[key]
 
     @line_magic
@@ -328,7 +350,7 @@ class ContextMagics(Magics, Configurable):
 
         Options: ``--notes DIR``, ``--store DIR``, ``--json``.
         """
-        from .refresh import status_text
+        from .store.refresh import status_text
 
         status = self._status_workspace(line, "%context_status").status()
         print(json.dumps(status, indent=2) if "--json" in line.split() else status_text(status))
@@ -336,7 +358,7 @@ class ContextMagics(Magics, Configurable):
     @line_magic
     def context_refresh(self, line: str) -> None:
         """Refresh now, whatever the refresh mode (waits for another publisher): ``%context_refresh [--notes DIR]``."""
-        from .refresh import outcome_text
+        from .store.refresh import outcome_text
 
         workspace = self._status_workspace(line, "%context_refresh")
         print(outcome_text(workspace.refresh(wait=True)))
@@ -347,10 +369,6 @@ class ContextMagics(Magics, Configurable):
             raise UsageError(f"{name}: unexpected {rest!r}; options: --notes DIR, --store DIR, --json")
         try:
             options = vars(_option_parser().parse_args(argv))
-            return self._workspace(self._settings(options))
+            return self._workspace(self._settings(options, name))
         except RetrievalKernelError as exc:
             raise UsageError(f"{name}: {exc}") from None
-
-
-def _first(*values: Any) -> Any:
-    return next((value for value in values if value is not None), None)

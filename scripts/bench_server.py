@@ -3,7 +3,7 @@
     .venv/bin/python scripts/bench_server.py [--passages 10000,50000] [--output docs/bench_server.json]
 
 Starts its own ``chroma run`` on a free loopback port (stopped at the end), and for
-each corpus size (retrieval_kernel/bench.py's seeded synthetic notes, ten sections each):
+each corpus size (retrieval_kernel/evaluation/bench.py's seeded synthetic notes, ten sections each):
 
 1. Embedded, cold: lexical indexing, then dense indexing, which embeds every passage
    into the store's embedding cache.
@@ -38,11 +38,11 @@ from typing import Any
 
 import numpy as np
 
-from retrieval_kernel.bench import synthetic_notes
-from retrieval_kernel.chroma_client import ChromaSettings, LocalServer, free_port
-from retrieval_kernel.dense import NAME as DENSE
-from retrieval_kernel.evaluation import versions
-from retrieval_kernel.workspace import Workspace
+from retrieval_kernel.evaluation.bench import synthetic_notes
+from retrieval_kernel.evaluation.suites import versions
+from retrieval_kernel.pipeline.workspace import Workspace
+from retrieval_kernel.projections.chroma_client import ChromaSettings, LocalServer, free_port
+from retrieval_kernel.projections.dense import NAME as DENSE
 
 AS_OF = "2026-10-15"
 POOL = 50  # the dense lane's candidate pool

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from retrieval_kernel.beir import load_beir, note_text
-from retrieval_kernel.embedding import OnnxEmbedder
+from retrieval_kernel.evaluation.beir import load_beir, note_text
+from retrieval_kernel.projections.embedding import OnnxEmbedder
 
 PERCENTILE = 5
 

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 from retrieval_kernel.applicability import CALIBRATION_FILE
-from retrieval_kernel.lessons_eval import calibrate, load_lessons_suite, open_split, retrieve
+from retrieval_kernel.evaluation.lessons_eval import calibrate, load_lessons_suite, open_split, retrieve
 
 SPLIT = "calibration"
 

@@ -2,7 +2,7 @@
 
 Needs an index built by ``retrieval-kernel beir SCIFACT --split train --methods lexical
 --store STORE --output /dev/null``. Usage: python scripts/tune_lexical.py STORE [SCIFACT_DIR]
-Chosen: k1 1.2, b 0.5, heading boost 0.5 (train nDCG@10 0.694); see retrieval_kernel/lexical.py.
+Chosen: k1 1.2, b 0.5, heading boost 0.5 (train nDCG@10 0.694); see retrieval_kernel/projections/lexical.py.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import itertools
 import sys
 from pathlib import Path
 
-from retrieval_kernel.beir import evaluate, load_beir
-from retrieval_kernel.lexical import LexicalProjection
-from retrieval_kernel.records import RecordStore
+from retrieval_kernel.evaluation.beir import evaluate, load_beir
+from retrieval_kernel.projections.lexical import LexicalProjection
+from retrieval_kernel.store.records import RecordStore
 
 # The two passes recorded in tune_lexical.log: boosts 1.0/2.0 first, then 0.0/0.5.
 BOOSTS = [0.0, 0.5, 1.0, 2.0]

@@ -23,10 +23,10 @@ import pytest
 
 from retrieval_kernel import Workspace
 from retrieval_kernel.cli import EXIT_BAD_INPUT, EXIT_OK, main
+from retrieval_kernel.corpus.notes import DEFAULT_MAX_PASSAGE_CHARS, parse_note, read_note, scan_notes
 from retrieval_kernel.errors import EmptyQueryError, InputError, NoteDecodeError, QueryTooLongError
-from retrieval_kernel.notes import DEFAULT_MAX_PASSAGE_CHARS, parse_note, read_note, scan_notes
-from retrieval_kernel.packet import Packet
-from retrieval_kernel.render import to_html, to_markdown
+from retrieval_kernel.output.packet import Packet
+from retrieval_kernel.output.render import to_html, to_markdown
 
 AS_OF = "2026-10-15"
 FAST = ("identity", "lexical")
@@ -701,7 +701,7 @@ def test_markdown_output_renders_to_inert_html(hostile_ws: Workspace) -> None:
 
 
 def test_grounding_report_html_is_inert_for_hostile_claims(hostile_ws: Workspace) -> None:
-    from retrieval_kernel.grounding import check_grounding
+    from retrieval_kernel.output.grounding import check_grounding
 
     packet = _hostile_packet(hostile_ws)
     report = check_grounding(packet, "\n".join(f"{payload} zqhostile [e1]" for payload in PAYLOADS))

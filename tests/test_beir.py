@@ -10,9 +10,9 @@ import ir_measures
 import pytest
 from ir_measures import RR, R, nDCG
 
-from retrieval_kernel.beir import METHODS, evaluate, load_beir, run_beir, write_notes
 from retrieval_kernel.cli import main
 from retrieval_kernel.errors import SuiteError
+from retrieval_kernel.evaluation.beir import METHODS, evaluate, load_beir, run_beir, write_notes
 
 CORPUS = [
     {"_id": "d1", "title": "Volcanoes", "text": "Magma erupts from volcanoes as lava and ash."},

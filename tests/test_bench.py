@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from retrieval_kernel.bench import QUERIES, SECTIONS_PER_NOTE, synthetic_notes
-from retrieval_kernel.notes import read_note
+from retrieval_kernel.corpus.notes import read_note
+from retrieval_kernel.evaluation.bench import QUERIES, SECTIONS_PER_NOTE, synthetic_notes
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:

@@ -11,18 +11,17 @@ from pathlib import Path
 import pytest
 
 from retrieval_kernel import Workspace
-from retrieval_kernel.chroma_client import (
-    ENV_URL,
+from retrieval_kernel.cli import main
+from retrieval_kernel.errors import InputError, LaneUnavailableError
+from retrieval_kernel.projections.chroma_client import (
     ChromaConfigError,
     ChromaConnection,
     ChromaServerError,
     ChromaSettings,
     free_port,
     parse_url,
-    resolve_chroma,
 )
-from retrieval_kernel.cli import main
-from retrieval_kernel.dense import (
+from retrieval_kernel.projections.dense import (
     BUILDING,
     DENSE_FORMAT,
     META_FORMAT,
@@ -32,8 +31,8 @@ from retrieval_kernel.dense import (
     META_VERSION,
     mismatch,
 )
-from retrieval_kernel.errors import InputError, LaneUnavailableError
-from retrieval_kernel.records import RecordStore
+from retrieval_kernel.settings import ENV_URL, ENV_VARS, resolve_chroma
+from retrieval_kernel.store.records import RecordStore
 
 AS_OF = "2026-10-15"
 NOTE = "# Pumps\n\n## Intake\n\nThe intake filter is cleaned weekly.\n"
@@ -41,8 +40,9 @@ NOTE = "# Pumps\n\n## Intake\n\nThe intake filter is cleaned weekly.\n"
 
 @pytest.fixture(autouse=True)
 def no_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No server URL from the environment, and a cwd without a pyproject."""
-    monkeypatch.delenv(ENV_URL, raising=False)
+    """No server URL (nor any other setting) from the environment, and a cwd without a pyproject."""
+    for name in ENV_VARS.values():
+        monkeypatch.delenv(name, raising=False)
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     monkeypatch.chdir(cwd)
@@ -81,12 +81,12 @@ def write_pyproject(folder: Path, table: str) -> None:
     (folder / "pyproject.toml").write_text(f"[tool.retrieval_kernel]\n{table}\n", encoding="utf-8")
 
 
-def test_precedence_explicit_then_env_then_pyproject_then_embedded(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_precedence_explicit_then_pyproject_then_env_then_embedded(monkeypatch: pytest.MonkeyPatch) -> None:
     assert resolve_chroma().url is None  # nothing set: embedded
-    write_pyproject(Path.cwd(), 'chroma = "http://from-pyproject:8000"\nchroma_prefix = "proj_"')
-    assert resolve_chroma().url == "http://from-pyproject:8000"
     monkeypatch.setenv(ENV_URL, "http://from-env:8000")
     assert resolve_chroma().url == "http://from-env:8000"
+    write_pyproject(Path.cwd(), 'chroma = "http://from-pyproject:8000"\nchroma_prefix = "proj_"')
+    assert resolve_chroma().url == "http://from-pyproject:8000"  # the project's file beats the environment
     explicit = resolve_chroma("http://explicit:9000")
     assert explicit.url == "http://explicit:9000"
     assert explicit.prefix == "proj_"  # tenant, database and prefix still come from pyproject

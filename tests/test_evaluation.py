@@ -15,7 +15,7 @@ import pytest
 
 import retrieval_kernel
 from retrieval_kernel.cli import main
-from retrieval_kernel.evaluation import load_suite, verify_frozen
+from retrieval_kernel.evaluation.suites import load_suite, verify_frozen
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 WORKSHOP = REPO_ROOT / "fixtures" / "workshop"
@@ -390,7 +390,7 @@ def test_implementation_hashes_cover_every_package_source_file(tiny_receipt: dic
     on_disk = {}
     for folder, _dirs, names in os.walk(package):
         for name in names:
-            if name.endswith(".py"):
+            if name.endswith((".py", ".json")):  # code and the fitted models it reads
                 path = Path(folder) / name
                 on_disk[path.relative_to(package).as_posix()] = sha256(path)
     implementation = tiny_receipt["implementation"]

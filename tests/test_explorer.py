@@ -30,7 +30,7 @@ from IPython.testing.globalipapp import start_ipython
 
 import retrieval_kernel
 import retrieval_kernel.magics as magics_module
-from retrieval_kernel import RetrievalKernelError, Workspace
+from retrieval_kernel import Budget, RetrievalKernelError, Workspace
 from retrieval_kernel.errors import BudgetError
 from retrieval_kernel.explorer import Explorer
 from retrieval_kernel.magics import ContextMagics
@@ -411,7 +411,7 @@ def test_lanes_argument_picks_the_ticked_lanes(fast_ws) -> None:
 def test_a_lane_with_a_recorded_failure_is_disabled_with_its_reason(fast_ws, monkeypatch) -> None:
     ws = fast_ws(STORE, lanes=("identity", "lexical", "dense"))
     ws.lane_errors["dense"] = "boom"
-    monkeypatch.setattr(ws, "_sync_dense", lambda: None)  # keep the recorded failure; load no model
+    monkeypatch.setattr(ws.lane("dense"), "sync", lambda: None)  # keep the recorded failure; load no model
     explorer = Explorer(workspace=ws, as_of=AS_OF)
     dense = explorer.lane_toggles["dense"]
     assert dense.disabled
@@ -489,7 +489,19 @@ def test_a_budget_outside_the_cores_range_is_refused_with_the_cores_message(fast
     """The slider cannot hold it, so the constructor says so rather than clamping it."""
     ws = fast_ws(STORE)
     with pytest.raises(BudgetError, match=r"2,000,000 bytes is outside the accepted range"):
-        Explorer(workspace=ws, as_of=AS_OF, unit="bytes", budget=2_000_000)
+        Explorer(workspace=ws, as_of=AS_OF, budget=Budget("bytes", 2_000_000))
+
+
+def test_the_budget_is_one_object_not_a_number(fast_ws) -> None:
+    ws = fast_ws(STORE)
+    with pytest.raises(BudgetError, match=r"budget must be a Budget such as Budget\(unit='chars', limit=20000"):
+        Explorer(workspace=ws, as_of=AS_OF, budget=4000)  # type: ignore[arg-type]
+    explorer = Explorer(workspace=ws, as_of=AS_OF, budget=Budget("bytes", 4000))
+    assert (explorer.unit.value, explorer.budget.value) == ("bytes", 4000)
+    assert explorer.chosen_budget == Budget("bytes", 4000)
+    explorer.query_box.value = REFUND_QUESTION
+    assert explorer.packet is not None
+    assert (explorer.packet.budget.unit, explorer.packet.budget.limit) == ("bytes", 4000)
 
 
 def test_a_notes_folder_removed_after_opening_is_an_error_in_the_panel(fast_ws) -> None:
@@ -514,11 +526,16 @@ def test_an_unexpected_exception_is_shown_not_raised(fast_ws, monkeypatch) -> No
     assert explorer.progress_line.layout.display == "none"
 
 
-@pytest.mark.parametrize("options", [{"budget": 500}, {"top": 0}, {"top": 500}], ids=["budget-500", "top-0", "top-500"])
-def test_a_constructor_value_out_of_range_is_reported_not_clamped(fast_ws, options: dict[str, int]) -> None:
+@pytest.mark.parametrize(
+    "options",
+    [{"budget": Budget("chars", 500)}, {"top": 0}, {"top": 500}],
+    ids=["budget-500", "top-0", "top-500"],
+)
+def test_a_constructor_value_out_of_range_is_reported_not_clamped(fast_ws, options: dict[str, Any]) -> None:
     ws = fast_ws(STORE)
+    budget = options.get("budget")
     with pytest.raises(RetrievalKernelError):
-        ws.query(REFUND_QUESTION, as_of=AS_OF, max_chars=options.get("budget"), top=options.get("top", 8))
+        ws.query(REFUND_QUESTION, as_of=AS_OF, max_chars=budget and budget.limit, top=options.get("top", 8))
     try:
         explorer = Explorer(workspace=ws, as_of=AS_OF, query=REFUND_QUESTION, **options)
     except RetrievalKernelError:

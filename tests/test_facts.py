@@ -11,8 +11,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from retrieval_kernel.facts import AUTHORITY_LEVELS, STATUSES, NoteFacts, normalize_status, parse_date
-from retrieval_kernel.notes import parse_note
+from retrieval_kernel.corpus.facts import AUTHORITY_LEVELS, STATUSES, NoteFacts, normalize_status, parse_date
+from retrieval_kernel.corpus.notes import parse_note
 
 ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from retrieval_kernel import Workspace
-from retrieval_kernel.fusion import RRF_K, Fused, reciprocal_rank_fusion
-from retrieval_kernel.lanes import LaneRun
-from retrieval_kernel.packet import LaneHit, LaneReport
+from retrieval_kernel.output.packet import LaneHit, LaneReport
+from retrieval_kernel.pipeline.fusion import RRF_K, Fused, reciprocal_rank_fusion
+from retrieval_kernel.pipeline.lanes import LaneRun
 
 
 def rrf(*ranks: int) -> float:
@@ -185,8 +185,11 @@ def test_query_identity_hit_leads_over_a_stronger_lexical_match(tmp_path: Path, 
         digest = ws.records.passages(["target#target"])["target#target"].passage.sha256
         query = f"{digest[:10]} valves"
         packet = ws.query(query, as_of="2026-10-15")
-        assert [item.id for item in packet.evidence] == ["target#target", "noise#valves"]
+        assert [item.id for item in packet.evidence] == ["target#target"]
         assert LaneHit("identity", 1, 1.0) in packet.evidence[0].retrieved_by
+        # the noisy note matches only "valves", not the named identifier: judged not to answer
+        assert [(e.id, e.reason) for e in packet.excluded] == [("noise#valves", "weak_match")]
         # without the identity lane the lexical lane prefers the noisy note
         lexical_only = ws.query(query, as_of="2026-10-15", lanes=["lexical"])
-        assert [item.id for item in lexical_only.evidence] == ["noise#valves", "target#target"]
+        trace = ws.trace(lexical_only.trace_id)
+        assert trace is not None and [pid for pid, _ in trace["fused"]] == ["noise#valves", "target#target"]

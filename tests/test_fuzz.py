@@ -32,13 +32,13 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from retrieval_kernel.assembly import assemble
+from retrieval_kernel.corpus.facts import NoteFacts
+from retrieval_kernel.corpus.notes import HEADING_LINE, Note, Passage, parse_note, read_note
 from retrieval_kernel.errors import BudgetTooSmallError, FrontMatterError, NoteDecodeError
-from retrieval_kernel.facts import NoteFacts
-from retrieval_kernel.notes import HEADING_LINE, Note, Passage, parse_note, read_note
-from retrieval_kernel.packet import Budget, LaneHit, LaneReport, Packet, serialize
-from retrieval_kernel.policy import Admission, Candidate, ConflictDraft, Exclusion, Selection, Side
-from retrieval_kernel.records import StoredPassage
+from retrieval_kernel.output.packet import Budget, LaneHit, LaneReport, Packet, serialize
+from retrieval_kernel.pipeline.assembly import assemble
+from retrieval_kernel.pipeline.policy import Admission, Candidate, ConflictDraft, Exclusion, Selection, Side
+from retrieval_kernel.store.records import StoredPassage
 
 FUZZ = settings(
     deadline=None,

@@ -9,15 +9,15 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from retrieval_kernel.errors import InputError
-from retrieval_kernel.grounding import (
+from retrieval_kernel.output.grounding import (
     MAX_CLAIM_CHARS,
     Claim,
     GroundingReport,
     check_grounding,
     parse_claims,
 )
-from retrieval_kernel.lexical import analyze
-from retrieval_kernel.packet import Budget, Packet
+from retrieval_kernel.output.packet import Budget, Packet
+from retrieval_kernel.projections.lexical import analyze
 
 # ---------------------------------------------------------------- packet factory
 

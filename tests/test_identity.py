@@ -7,8 +7,8 @@ import hashlib
 import pytest
 
 from retrieval_kernel import Workspace
-from retrieval_kernel.identity import MIN_HASH_PREFIX, resolve
-from retrieval_kernel.packet import LaneHit, Packet
+from retrieval_kernel.output.packet import LaneHit, Packet
+from retrieval_kernel.pipeline.identity import MIN_HASH_PREFIX, resolve
 
 AS_OF = "2026-10-15"
 

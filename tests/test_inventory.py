@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from retrieval_kernel.cli import main
+from retrieval_kernel.corpus.inventory import inventory
 from retrieval_kernel.errors import NotesDirError
-from retrieval_kernel.inventory import inventory
 
 POLICY_A = """\
 ---

@@ -11,7 +11,7 @@ from test_applicability import lesson  # tests/ is on sys.path (rootdir-less tes
 from retrieval_kernel.applicability import FEATURES, RuleSelector, Thresholds
 from retrieval_kernel.cli import main
 from retrieval_kernel.errors import FrozenInputChangedError, SuiteError
-from retrieval_kernel.lessons_eval import (
+from retrieval_kernel.evaluation.lessons_eval import (
     METHODS,
     calibrate,
     fit_weights,

@@ -8,7 +8,7 @@ import bm25s
 import pytest
 
 from retrieval_kernel import Workspace
-from retrieval_kernel.lexical import analyze, make_analyzer
+from retrieval_kernel.projections.lexical import analyze, make_analyzer
 
 
 @pytest.fixture

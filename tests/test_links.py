@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from retrieval_kernel.facts import NoteFacts
-from retrieval_kernel.links import Edge, LinkGraph, NoteRef, build_links
-from retrieval_kernel.notes import Note, default_module, discover_notes, parse_note, read_note
+from retrieval_kernel.corpus.facts import NoteFacts
+from retrieval_kernel.corpus.links import Edge, LinkGraph, NoteRef, build_links
+from retrieval_kernel.corpus.notes import Note, default_module, discover_notes, parse_note, read_note
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

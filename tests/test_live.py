@@ -11,8 +11,8 @@ import pytest
 
 from retrieval_kernel import Workspace
 from retrieval_kernel.errors import InputError
-from retrieval_kernel.live import JsonSystemOfRecord, LiveCheck, LiveResult, run_checks
-from retrieval_kernel.render import freshness_text
+from retrieval_kernel.output.render import freshness_text
+from retrieval_kernel.pipeline.live import JsonSystemOfRecord, LiveCheck, LiveResult, run_checks
 
 AS_OF = "2026-10-15"
 ORDER = "order-4471#order-4471"

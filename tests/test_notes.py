@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from retrieval_kernel.corpus.notes import discover_notes, parse_note, read_note
 from retrieval_kernel.errors import FrontMatterError, NoteDecodeError, NoteError, NotesDirError
-from retrieval_kernel.notes import discover_notes, parse_note, read_note
 
 # ---------------------------------------------------------------- helpers
 

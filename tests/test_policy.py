@@ -16,8 +16,8 @@ import yaml
 
 from retrieval_kernel import Workspace
 from retrieval_kernel.errors import InputError
-from retrieval_kernel.live import JsonSystemOfRecord
-from retrieval_kernel.packet import Evidence, Packet
+from retrieval_kernel.output.packet import Evidence, Packet
+from retrieval_kernel.pipeline.live import JsonSystemOfRecord
 
 FAST = ("identity", "lexical")
 AS_OF = "2026-11-30"
@@ -699,11 +699,11 @@ def test_naming_exclusions_never_displaces_evidence(build: Build) -> None:
     }
     files["current.md"] = md("Gearbox oil", "Change the gearbox oil every 500 hours. " * 20)
     ws = build(files)
-    wide = ws.query("gearbox oil proposal", as_of=AS_OF, max_chars=20_000)
+    wide = ws.query("gearbox oil", as_of=AS_OF, max_chars=20_000)
     assert [e.id for e in wide.evidence] == [lead(ws, "current.md")]
     assert len(wide.excluded) == 20 and wide.exclusions["rejected"] == 20
     tight_limit = wide.budget.used - 1_000  # enough for the evidence, not for every name
-    tight = ws.query("gearbox oil proposal", as_of=AS_OF, max_chars=tight_limit)
+    tight = ws.query("gearbox oil", as_of=AS_OF, max_chars=tight_limit)
     assert [e.id for e in tight.evidence] == [lead(ws, "current.md")]
     assert not tight.evidence[0].truncated
     assert 0 < len(tight.excluded) < 20 and tight.exclusions["rejected"] == 20

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from retrieval_kernel.corpus.notes import parse_note
 from retrieval_kernel.errors import StoreError
-from retrieval_kernel.notes import parse_note
-from retrieval_kernel.records import DATABASE_NAME, ProjectionState, RecordStore
+from retrieval_kernel.store.records import DATABASE_NAME, ProjectionState, RecordStore
 
 AT = "2026-10-15T00:00:00Z"
 

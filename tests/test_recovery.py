@@ -1,10 +1,10 @@
-"""Every fault of the recovery suite, caused for real on a disposable copy (see retrieval_kernel/recovery.py)."""
+"""Every fault of the recovery suite, caused for real on a disposable copy (see evaluation/recovery.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from retrieval_kernel.recovery import SCENARIOS, run_scenario
+from retrieval_kernel.evaluation.recovery import SCENARIOS, run_scenario
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))

@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 from retrieval_kernel import Workspace
 from retrieval_kernel.cli import main
 from retrieval_kernel.errors import CorruptStoreError, InputError
-from retrieval_kernel.indexing import refresh_lock
-from retrieval_kernel.records import DATABASE_NAME
-from retrieval_kernel.recovery import PROBES, fresh_snapshot, snapshot, write_corpus
-from retrieval_kernel.refresh import Debounce, RefreshPolicy, Watcher, status_text
+from retrieval_kernel.evaluation.recovery import PROBES, fresh_snapshot, snapshot, write_corpus
+from retrieval_kernel.store.indexing import refresh_lock
+from retrieval_kernel.store.records import DATABASE_NAME
+from retrieval_kernel.store.refresh import Debounce, RefreshPolicy, Watcher, status_text
 
 AS_OF = "2026-11-30"
 LANES = ("identity", "lexical")
@@ -262,8 +262,8 @@ def test_rebuild_writes_the_next_version_beside_the_serving_one_then_switches(co
 
 
 def test_a_failed_check_of_a_new_version_keeps_the_old_one_serving(corpus: Path, tmp_path: Path, monkeypatch) -> None:
-    from retrieval_kernel import lexical
     from retrieval_kernel.errors import LaneUnavailableError
+    from retrieval_kernel.projections import lexical
 
     with Workspace(corpus, tmp_path / "store", lanes=LANES) as ws:
         ws.index()

@@ -190,7 +190,8 @@ def test_repr_is_one_short_line(workspace: Workspace, question: str) -> None:
     assert "\n" not in text
     assert len(text) < 120
     assert text.startswith("<Packet ")
-    assert f"{len(packet.evidence)} evidence" in text
+    outcome = f"abstained: {packet.abstention_reason}" if packet.abstained else f"{len(packet.evidence)} evidence"
+    assert outcome in text
 
 
 def test_rendering_does_not_change_the_json(workspace: Workspace) -> None:

@@ -10,8 +10,8 @@ import pytest
 
 from retrieval_kernel import Workspace
 from retrieval_kernel.errors import LaneUnavailableError
-from retrieval_kernel.packet import LaneHit
-from retrieval_kernel.rerank import DEFAULT_DEPTH, CrossEncoderReranker, rerank
+from retrieval_kernel.output.packet import LaneHit
+from retrieval_kernel.pipeline.rerank import DEFAULT_DEPTH, CrossEncoderReranker, rerank
 
 AS_OF = "2026-10-15"
 QUERY = "pump"

@@ -21,10 +21,16 @@ import pytest
 from chromadb.config import Settings
 
 from retrieval_kernel import Packet, Workspace
-from retrieval_kernel.beir import ONE_PASSAGE, load_beir, write_notes
-from retrieval_kernel.chroma_client import ENV_URL, ChromaSettings, LocalServer, close_http_client, free_port
 from retrieval_kernel.cli import main
-from retrieval_kernel.dense import CACHE_NAME, FOLDER, META_FORMAT, META_MODEL, META_STORE
+from retrieval_kernel.evaluation.beir import ONE_PASSAGE, load_beir, write_notes
+from retrieval_kernel.projections.chroma_client import (
+    ChromaSettings,
+    LocalServer,
+    close_http_client,
+    free_port,
+)
+from retrieval_kernel.projections.dense import CACHE_NAME, FOLDER, META_FORMAT, META_MODEL, META_STORE
+from retrieval_kernel.settings import ENV_URL
 
 pytestmark = pytest.mark.server
 

@@ -19,7 +19,7 @@ from retrieval_kernel.errors import (
     QueryTooLongError,
     StoreError,
 )
-from retrieval_kernel.records import DATABASE_NAME
+from retrieval_kernel.store.records import DATABASE_NAME
 
 AS_OF = "2026-10-15"
 

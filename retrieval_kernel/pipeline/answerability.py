@@ -1,0 +1,356 @@
+"""Answerability: does anything the lanes found answer this question, and which passages do?
+
+Each judged candidate gets a few signals, each on a scale that transfers between note
+collections (never a raw BM25 score):
+
+- ``coverage``: the idf-weighted share of the question's content words (stop words and
+  question words never count) found in the passage, its heading path and its note's name;
+- ``rare_miss``: the idf of the most specific content word the passage lacks, over the
+  question's most specific word;
+- ``cosine`` and ``margin``: the dense lane's cosine, and how far it stands above the
+  question's background (the median cosine of the dense lane's whole candidate pool);
+- ``agreement``: every one of the lexical and dense lanes that ran proposed it;
+- ``intro``: it is a note's opening section while the note has sections of its own (an
+  introduction summarises every section, so it resembles many questions it does not answer);
+- ``unknown`` (the question's): the idf-weighted share of its words that no passage holds
+  (a near-miss question names something the notes never mention).
+
+Two logistic models decide. The *question* model reads the best of these over the judged
+candidates and gives the probability that anything answers; below its threshold the packet
+abstains. The *passage* model gives each candidate's probability of answering; a candidate
+below its floor is not admitted beside the ones that answer. Weights and thresholds are
+fitted on calibration data only (never a holdout) by ``scripts/calibrate_answerability.py``
+and kept in ``answerability.json`` beside this module; a workspace without the dense lane
+uses the lexical-only pair.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..projections.lexical import LexicalProjection, analyze
+from ..store.records import StoredPassage
+from .lanes import LaneRun
+
+if TYPE_CHECKING:
+    from .policy import Candidate
+
+MODEL_FILE = Path(__file__).with_name("answerability.json")
+JUDGED = 10  # leading candidates read by the question model
+POOL_JUDGED = 50  # candidates given a passage probability (the lanes' whole pool)
+OUT_OF_REACH = 0.5  # usable evidence answering under half as well as evidence the caller may not use: abstain
+PASSAGE_FEATURES = ("coverage", "rare_miss", "cosine", "margin", "agreement", "intro")
+QUESTION_FEATURES = (
+    "best_coverage",
+    "top_coverage",
+    "best_cosine",
+    "best_margin",
+    "least_miss",
+    "top_agreement",
+    "unknown",
+)
+LEXICAL_ONLY = frozenset({"coverage", "rare_miss", "intro", "best_coverage", "top_coverage", "least_miss", "unknown"})
+
+# Words that ask rather than say what about (the analyzer already drops English stop words).
+QUESTION_WORDS = frozenset(
+    analyze(
+        "how what which why when where who whom whose whether should would could can shall must might may "
+        "do does did done is are was were be been have has had need needs needed want wants know tell "
+        "please anyone anybody someone somebody anything something our ours my mine me i us we you your "
+        "they them their there here also just now currently really actually ok okay still ever yet "
+        "allowed supposed able many much long often after before during within without about above below "
+        "between into onto upon across again further once other another any each every few more most less "
+        "least same such very too than then else"
+    )
+)
+
+
+def content_terms(text: str) -> list[str]:
+    """The analysed terms of ``text`` that say what it is about (question words dropped)."""
+    return [term for term in analyze(text) if term not in QUESTION_WORDS]
+
+
+@dataclass(frozen=True)
+class Signals:
+    """What one candidate shows about answering the question (``unknown`` is the question's own)."""
+
+    coverage: float
+    rare_miss: float
+    cosine: float
+    margin: float
+    agreement: float
+    intro: float = 0.0
+    unknown: float = 0.0
+
+
+def question_features(ranked: Sequence[Signals]) -> dict[str, float]:
+    """The question model's inputs: the best of each signal over the judged candidates (top = first ranked)."""
+    if not ranked:
+        return dict.fromkeys(QUESTION_FEATURES, 0.0) | {"least_miss": 1.0}
+    return {
+        "best_coverage": max(s.coverage for s in ranked),
+        "top_coverage": ranked[0].coverage,
+        "best_cosine": max(s.cosine for s in ranked),
+        "best_margin": max(s.margin for s in ranked),
+        "least_miss": min(s.rare_miss for s in ranked),
+        "top_agreement": ranked[0].agreement,
+        "unknown": ranked[0].unknown,
+    }
+
+
+@dataclass(frozen=True)
+class Model:
+    """A logistic model: weights by feature name, bias, and its decision threshold."""
+
+    features: tuple[str, ...]
+    weights: tuple[float, ...]
+    bias: float
+    threshold: float
+
+    def probability(self, values: Mapping[str, float]) -> float:
+        z = self.bias + sum(w * float(values[name]) for w, name in zip(self.weights, self.features, strict=True))
+        return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "features": list(self.features),
+            "weights": list(self.weights),
+            "bias": self.bias,
+            "threshold": self.threshold,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Model:
+        return cls(tuple(data["features"]), tuple(data["weights"]), float(data["bias"]), float(data["threshold"]))
+
+
+@dataclass(frozen=True)
+class ModelPair:
+    """The question model and the passage model, for one set of lanes."""
+
+    question: Model
+    passage: Model
+
+
+@dataclass(frozen=True)
+class Models:
+    """The pair fitted with the dense lane, and the pair for lexical-only workspaces."""
+
+    hybrid: ModelPair
+    lexical: ModelPair
+
+    def for_runs(self, runs: Mapping[str, LaneRun]) -> ModelPair:
+        dense = runs.get("dense")
+        return self.hybrid if dense is not None and dense.report.status != "unavailable" else self.lexical
+
+
+@lru_cache(maxsize=4)
+def load_models(path: Path = MODEL_FILE) -> Models:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    pairs = {
+        name: ModelPair(Model.from_dict(data[name]["question"]), Model.from_dict(data[name]["passage"]))
+        for name in ("hybrid", "lexical")
+    }
+    return Models(pairs["hybrid"], pairs["lexical"])
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """One question's answerability: how confident, and each candidate's probability of answering."""
+
+    confidence: float  # probability that something found answers the question
+    threshold: float
+    probabilities: Mapping[str, float]  # passage id -> probability that this passage answers
+    floor: float  # a passage below this is not admitted
+    hidden_best: float = 0.0  # the best probability among passages outside the caller's scopes (never shown)
+    orders: bool = False  # whether the passage probabilities are good enough to order evidence by (with dense)
+
+    @classmethod
+    def unjudged(cls) -> Judgement:
+        """No judgement: everything counts as answering (the policy then decides alone)."""
+        return cls(1.0, 0.0, {}, 0.0)
+
+    @property
+    def answerable(self) -> bool:
+        return self.confidence >= self.threshold
+
+    @property
+    def judged(self) -> bool:
+        return bool(self.probabilities)
+
+    def of(self, passage_id: str) -> float | None:
+        return self.probabilities.get(passage_id)
+
+    @property
+    def out_of_scope(self) -> bool:
+        """Whether a passage outside the caller's scopes would answer far better than anything visible."""
+        visible = max(self.probabilities.values(), default=0.0)
+        return self.hidden_best >= self.floor and visible < OUT_OF_REACH * self.hidden_best
+
+    def answers(self, candidate: Candidate) -> bool:
+        """Whether ``candidate`` (or the candidate a pulled-in successor stands for) answers the question."""
+        if not self.judged:
+            return True
+        if not self.answerable:
+            return False
+        probability = self.probabilities.get(candidate.pulled_in_for or candidate.id)
+        return probability is not None and probability >= self.floor
+
+    def leading(self) -> list[str]:
+        """Answering passage ids, most probable first (ties by id)."""
+        ranked = sorted(self.probabilities.items(), key=lambda item: (-item[1], item[0]))
+        return [pid for pid, p in ranked if p >= self.floor] if self.answerable else []
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"confidence": self.confidence, "threshold": self.threshold, "floor": self.floor}
+
+
+@dataclass(frozen=True)
+class Unseen:
+    """What the passages outside the caller's scopes add to the index's statistics (taken back out)."""
+
+    passages: int = 0
+    terms: Mapping[str, int] = field(default_factory=dict)
+
+
+class Judge:
+    """Signals and probabilities for the candidates of one question."""
+
+    def __init__(
+        self,
+        lexical: LexicalProjection,
+        outline: Callable[[str], Sequence[tuple[str, ...]]],
+        models: Models | None = None,
+    ) -> None:
+        self.lexical = lexical
+        self.outline = outline  # the heading paths of the passages of the note at a path
+        self._models = models
+
+    @property
+    def models(self) -> Models:
+        if self._models is None:
+            self._models = load_models()
+        return self._models
+
+    def judge(
+        self, query: str, ranked: Sequence[Candidate], runs: Mapping[str, LaneRun], unseen: Unseen | None = None
+    ) -> Judgement:
+        pair = self.models.for_runs(runs)
+        signals = self.signals(query, ranked[:POOL_JUDGED], runs, unseen)
+        named = {pid for pid, _ in runs["identity"].ranking} if "identity" in runs else set()
+        probabilities = {
+            pid: 1.0 if pid in named else round(pair.passage.probability(vars(s)), 4) for pid, s in signals.items()
+        }
+        leading = [signals[c.id] for c in ranked[:JUDGED]]
+        confidence = 1.0 if named else round(pair.question.probability(question_features(leading)), 4)
+        # Without the dense lane the passage model sees words only: it decides admission, but ordering
+        # by it put the wrong note first on 2 of the 20 workshop questions that fused rank gets right.
+        ordered = pair is self.models.hybrid
+        return Judgement(confidence, pair.question.threshold, probabilities, pair.passage.threshold, orders=ordered)
+
+    def hidden_best(
+        self, query: str, passages: Sequence[StoredPassage], runs: Mapping[str, LaneRun], unseen: Unseen
+    ) -> float:
+        """The best passage probability among ``passages`` outside the caller's scopes (judged, never shown)."""
+        if not passages:
+            return 0.0
+        pair = self.models.for_runs(runs)
+        idf, absent = self._idf(content_terms(query), unseen)
+        dense = runs.get("dense")
+        shadow = dense.shadow if dense is not None else {}
+        seen = dense.seen if dense is not None else {}
+        background = statistics.median(seen.values()) if seen else 0.0
+        floor = min(seen.values()) if seen else 0.0
+        ran = [name for name in ("lexical", "dense") if name in runs and runs[name].report.status != "unavailable"]
+        best = 0.0
+        for stored in passages:
+            pid = stored.passage.id
+            words = _words(stored)
+            cosine = shadow.get(pid, floor)
+            signals = Signals(
+                _share(idf, words),
+                _rare_miss(idf, words),
+                round(cosine, 4),
+                round(cosine - background, 4),
+                float(all(pid in runs[name].shadow for name in ran)),
+                self._intro(stored),
+                _share(idf, absent),
+            )
+            best = max(best, pair.passage.probability(vars(signals)))
+        return round(best, 4)
+
+    def signals(
+        self, query: str, candidates: Sequence[Candidate], runs: Mapping[str, LaneRun], unseen: Unseen | None = None
+    ) -> dict[str, Signals]:
+        idf, absent = self._idf(content_terms(query), unseen)
+        unknown = _share(idf, absent)
+        dense = runs.get("dense")
+        seen = dense.seen if dense is not None else {}
+        background = statistics.median(seen.values()) if seen else 0.0
+        floor = min(seen.values()) if seen else 0.0  # a passage the dense pool did not reach is below its last
+        proposers = _proposers(runs)
+        out: dict[str, Signals] = {}
+        for candidate in candidates:
+            words = _words(candidate.stored)
+            cosine = seen.get(candidate.id, floor)
+            out[candidate.id] = Signals(
+                coverage=_share(idf, words),
+                rare_miss=_rare_miss(idf, words),
+                cosine=round(cosine, 4),
+                margin=round(cosine - background, 4),
+                agreement=float(all(candidate.id in ids for ids in proposers)),
+                intro=self._intro(candidate.stored),
+                unknown=unknown,
+            )
+        return out
+
+    def _intro(self, stored: StoredPassage) -> float:
+        """1.0 for a note's title section when the note has sections under that title."""
+        head = stored.passage.heading_path
+        if len(head) != 1:
+            return 0.0
+        return float(any(len(other) > 1 and other[0] == head[0] for other in self.outline(stored.passage.path)))
+
+    def _idf(self, terms: Sequence[str], unseen: Unseen | None = None) -> tuple[dict[str, float], set[str]]:
+        """BM25's idf of each content term over the passages the caller may see, and the terms none holds."""
+        unseen = unseen or Unseen()
+        total = max(self.lexical.document_count() - unseen.passages, 1)
+        weights: dict[str, float] = {}
+        absent: set[str] = set()
+        for term in dict.fromkeys(terms):
+            frequency = self.lexical.passages_with(term) - unseen.terms.get(term, 0)
+            if frequency == 0:
+                absent.add(term)
+            weights[term] = math.log(1 + (total - frequency + 0.5) / (frequency + 0.5))
+        return weights, absent
+
+
+def _proposers(runs: Mapping[str, LaneRun]) -> list[set[str]]:
+    """What each of the lexical and dense lanes that ran proposed (a lane not run is no vote against)."""
+    ran = [runs[name] for name in ("lexical", "dense") if name in runs and runs[name].report.status != "unavailable"]
+    return [{pid for pid, _ in run.ranking} for run in ran]
+
+
+def _words(stored: StoredPassage) -> set[str]:
+    """The terms a passage offers: its text, its heading path and its note's name."""
+    passage = stored.passage
+    return set(analyze(" ".join([passage.text, *passage.heading_path, passage.module.replace("-", " ")])))
+
+
+def _share(idf: Mapping[str, float], words: set[str]) -> float:
+    """The idf-weighted share of the question's terms that are in ``words``."""
+    mass = sum(idf.values())
+    return round(sum(w for term, w in idf.items() if term in words) / mass, 4) if mass else 0.0
+
+
+def _rare_miss(idf: Mapping[str, float], words: set[str]) -> float:
+    rarest = max(idf.values(), default=0.0)
+    missing = [w for term, w in idf.items() if term not in words]
+    return round(max(missing, default=0.0) / rarest, 4) if rarest else 0.0

@@ -1,0 +1,395 @@
+"""The pipeline end to end: notes → record store → lanes → fusion → assembly → packet.
+
+Adapters (magics, CLI, explorer, evaluation) call :class:`Workspace`; its refreshing half is
+:class:`~retrieval_kernel.pipeline.upkeep.Upkeep`, its lanes are :class:`~retrieval_kernel.pipeline.lanes.Lane` objects.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..corpus.notes import DEFAULT_MAX_PASSAGE_CHARS
+from ..errors import CorruptStoreError, NotesDirError
+from ..output.packet import Budget, LaneReport, Packet
+from ..projections.chroma_client import ChromaSettings
+from ..projections.embedding import DEFAULT_EMBEDDER
+from ..projections.lexical import LexicalProjection
+from ..settings import default_store_dir, resolve_chroma
+from ..store.indexing import SyncReport, refresh_lock, standing_warnings
+from ..store.records import RecordStore, StoredPassage, utc_now
+from ..store.refresh import CONSISTENT, Debounce, RefreshPolicy, RefreshRecord, Watcher
+from . import policy
+from .abstention import (
+    ABSTAIN_BELOW_THRESHOLD,
+    ABSTAIN_FILTERED_BY_SCOPE,
+    ABSTAIN_UNDERSPECIFIED,
+    abstention_reason,
+)
+from .answerability import POOL_JUDGED, Judge, Judgement, Signals, Unseen
+from .assembly import assemble
+from .freshness import parse_as_of
+from .fusion import reciprocal_rank_fusion
+from .lanes import DENSE_MIN_COSINE, DenseLane, IdentityLane, Lane, LaneRun, LexicalLane
+from .live import LiveCheck
+from .policy import Candidate, Request, Selection
+from .requests import (
+    CANDIDATE_POOL,
+    DEFAULT_TOP,
+    LANES,
+    budget_from,
+    checked_intent,
+    checked_lanes,
+    checked_query,
+    checked_scopes,
+    checked_top,
+)
+from .scope import ScopeView, packet_warnings
+from .trace import build_trace
+from .upkeep import Upkeep
+
+if TYPE_CHECKING:
+    from ..projections.dense import DenseProjection
+    from .rerank import Reranker
+
+LEAD_PASSAGE_MIN_WORDS = 25  # a successor pulled in for a superseded note is shown by its first such passage
+
+
+class Workspace(Upkeep):
+    """One notes root and its store: index it, query it, report its state.
+
+    ``lanes`` picks the retrieval lanes (default all three); ``embedder`` picks the
+    dense lane's embedder (``onnx-int8`` or ``torch``); ``chroma`` where its vectors
+    live (``"embedded"``, ``"http://host:port"`` or :class:`ChromaSettings`; default:
+    ``RETRIEVAL_KERNEL_CHROMA_URL``, then pyproject, then embedded). A lane that cannot
+    run is reported ``unavailable`` with its reason while the others still answer.
+    ``refresh`` (``off``, ``on-query``, ``watch``), ``debounce``, ``refresh_timeout``
+    and ``watch_interval`` (seconds) say when the projections catch up with the notes
+    (see :mod:`retrieval_kernel.store.refresh`); ``index_clock`` stamps index times.
+    """
+
+    def __init__(
+        self,
+        notes_dir: str | Path,
+        store_dir: str | Path | None = None,
+        max_passage_chars: int = DEFAULT_MAX_PASSAGE_CHARS,
+        lanes: Sequence[str] = LANES,
+        embedder: str = DEFAULT_EMBEDDER,
+        dense_min_cosine: float = DENSE_MIN_COSINE,
+        reranker: Reranker | None = None,
+        live_checks: Sequence[LiveCheck] = (),
+        chroma: str | ChromaSettings | None = None,
+        refresh: str = "on-query",
+        debounce: float = 0.0,
+        refresh_timeout: float | None = None,
+        watch_interval: float = 1.0,
+        index_clock: Callable[[], str] = utc_now,
+        judge_answers: bool = True,
+    ) -> None:
+        self.notes_dir = Path(notes_dir)
+        if not self.notes_dir.is_dir():
+            raise NotesDirError(f"notes directory {self.notes_dir} does not exist or is not a directory")
+        self.store_dir = Path(store_dir) if store_dir is not None else default_store_dir(self.notes_dir)
+        self.max_passage_chars = max_passage_chars
+        self.lanes = checked_lanes(lanes)
+        self.embedder = embedder
+        self.dense_min_cosine = dense_min_cosine
+        self.candidate_pool = CANDIDATE_POOL
+        self.reranker = reranker
+        self.live_checks = tuple(live_checks)
+        self.policy = RefreshPolicy.checked(refresh, debounce, refresh_timeout, watch_interval)
+        self.index_clock = index_clock  # when notes count as indexed (ISO 8601 UTC); fixed in demos and tests
+        # Where the dense vectors live: "embedded", a server URL, or settings (else env var, pyproject, embedded).
+        self.chroma = resolve_chroma(chroma)
+        try:
+            self.records = RecordStore(self.store_dir)
+        except CorruptStoreError as exc:
+            raise CorruptStoreError(str(exc).replace("NOTES_DIR", str(self.notes_dir))) from exc
+        self.lane_errors: dict[str, str] = {}
+        self.identity_lane = IdentityLane(self)
+        self.lexical_lane = LexicalLane(self)
+        self.dense_lane = DenseLane(self, embedder, self.chroma)
+        self._views: dict[tuple[int, frozenset[str]], ScopeView] = {}
+        self.judge = Judge(self.lexical_lane.projection, self._outline)
+        self._outlines: dict[tuple[int, str], tuple[tuple[str, ...], ...]] = {}
+        self.judge_answers = judge_answers  # off: every candidate counts as answering (the policy alone decides)
+        self._debounce = Debounce(self.policy.debounce)
+        self._watcher: Watcher | None = None
+        self.watched_pending = 0  # notes the watcher last saw changed on disk and not yet indexed
+        self.last_refresh: RefreshRecord | None = None
+        if self.policy.mode == "watch":
+            self.watch()
+
+    def close(self) -> None:
+        self.stop_watching()
+        self.lexical_lane.close()
+        self.dense_lane.close()
+        self.records.close()
+
+    def __enter__(self) -> Workspace:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @property
+    def dense(self) -> DenseProjection:
+        """The dense projection (imports Chroma and the embedder on first use)."""
+        return self.dense_lane.projection
+
+    @property
+    def lexical(self) -> LexicalProjection:
+        """The lexical (Whoosh) projection."""
+        return self.lexical_lane.projection
+
+    def lane(self, name: str) -> Lane:
+        """The lane called ``name`` (identity, lexical or dense)."""
+        lanes: dict[str, Lane] = {
+            "identity": self.identity_lane,
+            "lexical": self.lexical_lane,
+            "dense": self.dense_lane,
+        }
+        return lanes[checked_lanes([name])[0]]
+
+    def lane_availability(self) -> dict[str, str | None]:
+        """Each lane of this workspace: ``None`` when it can run, else why not (no query is run).
+
+        A projection not built yet is not a reason: a refreshing query builds it.
+        """
+        return {lane: self.lane(lane).problem() for lane in self.lanes}
+
+    def passages(self, ids: Sequence[str] | None = None) -> dict[str, StoredPassage]:
+        """Stored passages by id (all when ``ids`` is None)."""
+        return self.records.passages(ids)
+
+    def passage_count(self) -> int:
+        return self.records.passage_count()
+
+    def note_count(self) -> int:
+        return len(self.records.documents())
+
+    def shadow(self) -> Workspace:
+        """A second workspace on the same notes and store with refreshing off (the watcher's own)."""
+        return Workspace(
+            self.notes_dir,
+            self.store_dir,
+            self.max_passage_chars,
+            self.lanes,
+            self.embedder,
+            self.dense_min_cosine,
+            chroma=self.chroma,
+            refresh="off",
+            debounce=self.policy.debounce,
+            refresh_timeout=self.policy.timeout,
+            index_clock=self.index_clock,
+        )
+
+    # ------------------------------------------------------------ querying
+
+    def query(
+        self,
+        text: str,
+        as_of: str | dt.date | None = None,
+        max_bytes: int | None = None,
+        max_chars: int | None = None,
+        top: int = DEFAULT_TOP,
+        refresh: bool = True,
+        lanes: Sequence[str] | None = None,
+        scopes: Sequence[str] | str | None = None,
+        intent: str = policy.DEFAULT_INTENT,
+        audit: bool = False,
+    ) -> Packet:
+        """Answer ``text`` with a cited evidence packet within the budget.
+
+        ``scopes`` are the caller's (a note with a ``scope`` outside them is never
+        seen; ``"*"`` sees all); ``intent`` is one of orient, verify, plan, audit;
+        ``audit`` also shows excluded items, as history, never as current evidence.
+        """
+        query = checked_query(text)
+        budget = budget_from(max_bytes, max_chars)
+        top = checked_top(top)
+        chosen = checked_lanes(lanes) if lanes is not None else self.lanes
+        request = Request(parse_as_of(as_of), checked_scopes(scopes), checked_intent(intent), audit)
+        outcome = self.prepare(refresh)
+        view = self._scope_view(request.scopes)
+        runs = self.run_lanes(
+            query, chosen, stale=outcome.state != CONSISTENT, hidden=view.hidden, pending=outcome.pending
+        )
+        reports = tuple(run.report for run in runs.values())
+        repairs = [run.repair_note for run in runs.values() if run.repair_note]
+        scope_filtered = len(frozenset().union(*(run.hidden for run in runs.values())))
+        abstention = abstention_reason(query, runs, view, scope_filtered, self.records, self.lexical)
+        ranked = [] if abstention == ABSTAIN_UNDERSPECIFIED else self.rank(runs)
+        if self.reranker is not None:
+            from .rerank import rerank
+
+            ranked = rerank(query, ranked, self.reranker)
+        judgement = self._judge(query, ranked, runs, view) if ranked and self.judge_answers else None
+        if abstention is None and judgement is not None and not judgement.answerable:
+            abstention = ABSTAIN_FILTERED_BY_SCOPE if judgement.out_of_scope else ABSTAIN_BELOW_THRESHOLD
+        read = {candidate.stored.passage.path for candidate in ranked[:top]}
+        shell = Packet(
+            query=query,
+            as_of=request.as_of.isoformat(),
+            budget=budget,
+            projection=outcome.state,
+            lanes=reports,
+            evidence=(),
+            abstained=True,
+            abstention_reason=abstention,
+            exclusions={policy.SCOPE: scope_filtered},
+            warnings=(*repairs, *packet_warnings(outcome, view, standing_warnings(self.records), read)),
+            trace_id=_trace_id(query, request, budget, top, reports),
+            scopes=tuple(sorted(request.scopes)),
+            intent=request.intent,
+            source_root=str(self.notes_dir.resolve()),
+            confidence=judgement.confidence if judgement is not None else None,
+        )
+        selection = policy.select(
+            ranked, request, view.links, view.facts, self._lead_passage(view), top, judgement, query
+        )
+        packet = assemble(shell, selection, request.as_of, self.live_checks)
+        packet = replace(packet, trace_id=_outcome_id(packet))  # same length: budget.used is unchanged
+        self._keep_trace(packet, request, runs, ranked, selection)
+        return packet
+
+    def run_lanes(
+        self,
+        query: str,
+        lanes: Sequence[str],
+        stale: bool = False,
+        hidden: frozenset[str] = frozenset(),
+        pending: int = 0,
+    ) -> dict[str, LaneRun]:
+        """Run each chosen lane on ``query``; a lane that cannot run is reported, not raised.
+
+        ``hidden`` passages (outside the caller's scopes) are dropped inside each lane,
+        before counting, thresholds and ranks. ``pending`` notes changed on disk count
+        in every lane's lag.
+        """
+        return {name: self.lane(name).run(query, hidden, stale, pending) for name in checked_lanes(lanes)}
+
+    def signals(
+        self, query: str, scopes: Sequence[str] | str | None = None, lanes: Sequence[str] | None = None
+    ) -> list[tuple[Candidate, Signals]]:
+        """The leading candidates for ``query`` with their answerability signals (for calibration and studies)."""
+        view = self._scope_view(checked_scopes(scopes))
+        chosen = [lane for lane in (checked_lanes(lanes) if lanes is not None else self.lanes) if lane in self.lanes]
+        runs = self.run_lanes(checked_query(query), chosen, hidden=view.hidden)
+        ranked = self.rank(runs)[:POOL_JUDGED]
+        found = self.judge.signals(query, ranked, runs, Unseen(len(view.hidden), view.hidden_terms))
+        return [(candidate, found[candidate.id]) for candidate in ranked]
+
+    def _outline(self, path: str) -> tuple[tuple[str, ...], ...]:
+        """The heading paths of the note at ``path``, in order (cached per change-log state)."""
+        key = (self.records.high_water(), path)
+        if key not in self._outlines:
+            if len(self._outlines) > 4096:
+                self._outlines.clear()
+            self._outlines[key] = tuple(p.heading_path for p in self.records.passages_of(path))
+        return self._outlines[key]
+
+    def _judge(self, query: str, ranked: list[Candidate], runs: dict[str, LaneRun], view: ScopeView) -> Judgement:
+        """How likely the candidates answer, from what the caller may see; passages outside the caller's
+        scopes are judged too (only to say that the answer is out of scope), never shown."""
+        unseen = Unseen(len(view.hidden), view.hidden_terms)
+        judgement = self.judge.judge(query, ranked, runs, unseen)
+        hidden = sorted(frozenset().union(*(run.hidden for run in runs.values())))
+        if not hidden:
+            return judgement
+        shadowed = list(self.records.passages(hidden[:POOL_JUDGED]).values())
+        return replace(judgement, hidden_best=self.judge.hidden_best(query, shadowed, runs, unseen))
+
+    def retrieve(
+        self, query: str, lanes: Sequence[str] | None = None, scopes: Sequence[str] | str | None = None
+    ) -> list[Candidate]:
+        """Candidates for ``query`` from the chosen lanes, fused (no policy, no packet): for selectors and studies."""
+        view = self._scope_view(checked_scopes(scopes))
+        chosen = [lane for lane in (checked_lanes(lanes) if lanes is not None else self.lanes) if lane in self.lanes]
+        return self.rank(self.run_lanes(checked_query(query), chosen, hidden=view.hidden))
+
+    def _scope_view(self, scopes: frozenset[str]) -> ScopeView:
+        """The notes a caller with ``scopes`` may see, and their links (cached per change-log state)."""
+        key = (self.records.high_water(), scopes)
+        if key not in self._views:
+            if len(self._views) > 16:
+                self._views.clear()
+            self._views[key] = ScopeView.build(self.records, scopes)
+        return self._views[key]
+
+    def _lead_passage(self, view: ScopeView) -> Callable[[str], StoredPassage | None]:
+        def lead(path: str) -> StoredPassage | None:
+            if path not in view.facts:
+                return None
+            passages = self.records.passages_of(path)
+            # The first passage with substance (an ADR's first section is often only its title and date).
+            chosen = next((p for p in passages if len(p.text.split()) >= LEAD_PASSAGE_MIN_WORDS), None)
+            chosen = chosen or (passages[0] if passages else None)
+            return self.records.passages([chosen.id]).get(chosen.id) if chosen else None
+
+        return lead
+
+    def _keep_trace(
+        self,
+        packet: Packet,
+        request: Request,
+        runs: dict[str, LaneRun],
+        ranked: list[Candidate],
+        selection: Selection,
+    ) -> None:
+        body = build_trace(packet, request, runs, ranked, selection, self.candidate_pool, self.dense_min_cosine)
+        self.records.save_trace(packet.trace_id, body, utc_now())
+
+    def trace(self, trace_id: str) -> dict[str, Any] | None:
+        """How the packet with ``trace_id`` was built, if this store kept it."""
+        return self.records.trace(trace_id)
+
+    def rank(self, runs: dict[str, LaneRun]) -> list[Candidate]:
+        """Identity hits first (in identity order), then the rest by reciprocal rank fusion."""
+        fused = reciprocal_rank_fusion({name: run.ranking for name, run in runs.items()})
+        named = [pid for pid, _ in runs["identity"].ranking] if "identity" in runs else []
+        position = {pid: index for index, pid in enumerate(named)}
+        fused.sort(key=lambda item: (position.get(item.passage_id, len(named)),))  # stable: RRF order kept
+        matched = {pid: words for run in runs.values() for pid, words in run.matched.items()}
+        stored = self.records.passages(item.passage_id for item in fused)
+        return [
+            Candidate(stored[item.passage_id], item.score, item.hits, matched.get(item.passage_id, ()))
+            for item in fused
+            if item.passage_id in stored
+        ]
+
+
+def _outcome_id(packet: Packet) -> str:
+    """The trace id, extended with what was decided (so a changed live verdict gets its own trace)."""
+    decided = [[item.id, item.role, item.live_verified, item.line_end] for item in packet.evidence]
+    material = [packet.trace_id, decided, packet.abstention_reason, [c.resolution for c in packet.conflicts]]
+    return hashlib.sha256(json.dumps(material).encode()).hexdigest()[:16]
+
+
+def _trace_id(query: str, request: Request, budget: Budget, top: int, lanes: tuple[LaneReport, ...]) -> str:
+    """A deterministic id for this query, caller and clock against this exact projection state."""
+    states = [[lane.name, lane.status, lane.index_version, lane.high_water] for lane in lanes]
+    caller = [request.as_of.isoformat(), sorted(request.scopes), request.intent, request.audit]
+    material = [query, caller, budget.unit, budget.limit, top, states]
+    return hashlib.sha256(json.dumps(material).encode()).hexdigest()[:16]
+
+
+def rebuild(notes_dir: str | Path, store_dir: str | Path | None = None, **options: Any) -> SyncReport:
+    """Set the record store aside (kept as ``records.sqlite3.damaged-<time>``), drop every projection,
+    and build everything again from the notes. The recovery for a damaged store."""
+    from ..store.refresh import set_aside
+
+    notes = Path(notes_dir)
+    if not notes.is_dir():
+        raise NotesDirError(f"notes directory {notes} does not exist or is not a directory")
+    store = Path(store_dir) if store_dir is not None else default_store_dir(notes)
+    store.mkdir(parents=True, exist_ok=True)
+    with refresh_lock(store, wait=True):
+        set_aside(store, utc_now().replace(":", ""))
+    with Workspace(notes, store, **options) as workspace:
+        return workspace.index()

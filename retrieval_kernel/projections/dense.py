@@ -1,0 +1,506 @@
+"""The dense projection: passage embeddings in a Chroma collection derived from the record store.
+
+Chroma runs embedded (``PersistentClient`` under ``STORE/dense``) or as a server
+(``HttpClient``; see :mod:`retrieval_kernel.projections.chroma_client`), telemetry off either
+way. Every collection call passes our own registered embedding function, so
+Chroma never builds its default one (which would download a model). Vectors are
+cached by passage content hash in ``STORE/embeddings.sqlite3``: re-indexing
+unchanged text never re-embeds it. A rebuild writes a new versioned collection
+and drops the old one only after the record store points at the new one.
+
+The record store holds the projection's version and high-water mark; each
+collection's own metadata repeats them with the record store's identity, the
+collection layout and the embedding model. They are checked on connect (on the
+server, before every search): a collection built from another record store, in
+an older layout or version, with another model, or at another point of the
+change log is never searched or written. Searching says why (the lane is
+unavailable); syncing rebuilds into a new version. Collections of other record
+stores are never deleted. Only vectors, passage ids, paths and note ids go to
+Chroma, never note text.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sqlite3
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
+from chromadb.errors import ChromaError, NotFoundError
+from chromadb.utils.embedding_functions import register_embedding_function
+
+from ..corpus.notes import Passage
+from ..errors import StaleCollectionError
+from ..store.records import ProjectionState, RecordStore, utc_now
+from .chroma_client import ChromaConnection, ChromaSettings, forget_embedded
+from .embedding import DEFAULT_EMBEDDER, Embedder, go_offline, load_embedder
+
+NAME = "dense"
+FOLDER = "dense"
+CACHE_NAME = "embeddings.sqlite3"
+COLLECTION_PREFIX = "passages_v"
+DENSE_FORMAT = 1  # the collection layout (ids, metadata keys, cosine space); raising it rebuilds old collections
+SERVER_WRITE_BATCH = 1_000  # vectors per HTTP write: each stays well inside the request timeout
+SERVER_READ_PAGE = 10_000  # vectors per HTTP read when loading the exact-search matrix
+MAX_VERSION_SKIPS = 100  # versions tried past names that other record stores hold
+
+# Collection metadata, checked against the record store on connect.
+META_STORE = "rk_store"
+META_FORMAT = "rk_format"
+META_VERSION = "rk_version"
+META_HIGH_WATER = "rk_high_water"
+META_MODEL = "rk_model"
+META_BUILT_AT = "rk_built_at"
+BUILDING = -1  # high-water mark of a collection still being filled: never valid
+
+EXACT_SEARCH_LIMIT = 100_000  # up to this many vectors, exact numpy search beats HNSW round trips
+
+T = TypeVar("T")
+
+
+def score_basis(embedder_name: str) -> str:
+    return f"cosine similarity ({embedder_name}; exact up to {EXACT_SEARCH_LIMIT:,} vectors, else Chroma HNSW)"
+
+
+@register_embedding_function
+class PassageEmbeddingFunction(EmbeddingFunction[Documents]):
+    """Chroma's view of our embedder; loads the model only when first called."""
+
+    def __init__(self, kind: str = DEFAULT_EMBEDDER, embedder: Embedder | None = None) -> None:
+        self.kind = kind
+        self._embedder = embedder
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = load_embedder(self.kind)
+        return self._embedder
+
+    def __call__(self, input: Documents) -> Embeddings:
+        return list(self.embedder.embed(list(input)))
+
+    @staticmethod
+    def name() -> str:
+        return "retrieval_kernel_minilm"
+
+    def get_config(self) -> dict[str, Any]:
+        return {"kind": self.kind}
+
+    @staticmethod
+    def build_from_config(config: dict[str, Any]) -> PassageEmbeddingFunction:
+        return PassageEmbeddingFunction(str(config.get("kind", DEFAULT_EMBEDDER)))
+
+    def default_space(self) -> Any:
+        return "cosine"
+
+    def supported_spaces(self) -> Any:
+        return ["cosine"]
+
+
+class EmbeddingCache:
+    """Vectors by (content sha256, embedder name), in SQLite beside the record store."""
+
+    def __init__(self, path: Path) -> None:
+        self._db = sqlite3.connect(path, isolation_level=None, timeout=30)
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS vectors (sha256 TEXT, model TEXT, vector BLOB, PRIMARY KEY (sha256, model))"
+        )
+
+    def get(self, model: str, digests: Sequence[str]) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        unique = list(dict.fromkeys(digests))
+        for start in range(0, len(unique), 500):
+            batch = unique[start : start + 500]
+            rows = self._db.execute(
+                f"SELECT sha256, vector FROM vectors WHERE model = ? AND sha256 IN ({','.join('?' * len(batch))})",
+                [model, *batch],
+            )
+            found.update((digest, np.frombuffer(blob, dtype="float32")) for digest, blob in rows)
+        return found
+
+    def put(self, model: str, vectors: dict[str, np.ndarray]) -> None:
+        self._db.execute("BEGIN")
+        self._db.executemany(
+            "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
+            [(digest, model, vector.astype("float32").tobytes()) for digest, vector in vectors.items()],
+        )
+        self._db.execute("COMMIT")
+
+    def close(self) -> None:
+        self._db.close()
+
+
+@dataclass(frozen=True)
+class DenseHit:
+    """One passage found by the dense lane, with its cosine similarity."""
+
+    passage_id: str
+    score: float
+
+
+def _delete_path(collection: Any, path: str) -> None:
+    collection.delete(where={"path": path})
+
+
+def _add_batch(collection: Any, batch: list[Passage], embeddings: np.ndarray) -> None:
+    metadatas = [{"path": p.path, "module": p.module} for p in batch]
+    collection.add(ids=[p.id for p in batch], embeddings=embeddings, metadatas=metadatas)
+
+
+def _vector_page(collection: Any, offset: int) -> Any:
+    return collection.get(include=["embeddings"], limit=SERVER_READ_PAGE, offset=offset)
+
+
+def mismatch(metadata: Mapping[str, Any] | None, expected: Mapping[str, Any]) -> str | None:
+    """Why a collection with ``metadata`` cannot serve the record store's ``expected`` state (None: it can)."""
+    found = dict(metadata or {})
+    store, want_store = found.get(META_STORE), expected[META_STORE]
+    if want_store is not None and store != want_store:
+        return f"it was built from another record store ({store or 'no identity'}; this store is {want_store})"
+    if found.get(META_FORMAT) != DENSE_FORMAT:
+        return f"it has collection layout {found.get(META_FORMAT)}, this version reads layout {DENSE_FORMAT}"
+    if found.get(META_VERSION) != expected[META_VERSION]:
+        want = expected[META_VERSION]
+        return f"it holds projection version {found.get(META_VERSION)}, the record store expects {want}"
+    if found.get(META_MODEL) != expected[META_MODEL]:
+        return f"its vectors come from {found.get(META_MODEL)}, the lane embeds with {expected[META_MODEL]}"
+    if found.get(META_HIGH_WATER) != expected[META_HIGH_WATER]:
+        held = found.get(META_HIGH_WATER)
+        held_text = "an unfinished build" if held == BUILDING else f"changes up to #{held}"
+        return f"it holds {held_text}, the record store's projection is at #{expected[META_HIGH_WATER]}"
+    return None
+
+
+class DenseProjection:
+    """The Chroma collection of this store's passages, kept in step with the change log.
+
+    ``chroma`` says where it lives (default: embedded under ``store_dir/dense``);
+    ``store_id`` is the record store's identity, which the collection must carry.
+    """
+
+    def __init__(
+        self,
+        store_dir: Path,
+        embedder: str | Embedder = DEFAULT_EMBEDDER,
+        chroma: ChromaSettings | None = None,
+        store_id: str | None = None,
+    ) -> None:
+        go_offline()
+        self.folder = store_dir / FOLDER
+        self.chroma = chroma or ChromaSettings()
+        self.connection = ChromaConnection(self.chroma, self.folder)
+        self.store_id = store_id
+        kind = embedder if isinstance(embedder, str) else getattr(embedder, "name", "custom")
+        self.function = PassageEmbeddingFunction(kind, None if isinstance(embedder, str) else embedder)
+        self._cache_path = store_dir / CACHE_NAME
+        self._cache: EmbeddingCache | None = None
+        self._handles: dict[tuple[int, str], Any] = {}
+        self._checked: tuple[int, ProjectionState] | None = None  # embedded: verified once per state
+        self._exact: tuple[tuple[ProjectionState, str], list[str], np.ndarray] | None = None
+        self.embedded_last_sync = 0
+        self.rebuilt_because: str | None = None  # why the last sync rebuilt the collection (None: it did not)
+
+    @property
+    def embedder_name(self) -> str:
+        return self.function.embedder.name
+
+    def collection_name(self, version: int) -> str:
+        return f"{self.chroma.prefix}{COLLECTION_PREFIX}{version}"
+
+    def where(self) -> str:
+        return "embedded Chroma" if self.chroma.embedded else f"the Chroma server {self.chroma.describe()}"
+
+    # ------------------------------------------------------------ building
+
+    def sync(self, records: RecordStore) -> ProjectionState:
+        """Apply every change after this projection's high-water mark (rebuild if it is missing or stale)."""
+        self.store_id = records.store_identity()
+        state = records.projection(NAME)
+        self.embedded_last_sync = 0
+        self.rebuilt_because = None
+        if state is None:
+            return self.rebuild(records, version=1)
+        collection, problem = self._open_checked(state)
+        if collection is None or problem is not None:
+            self.rebuilt_because = problem
+            return self.rebuild(records, version=state.version + 1)
+        changes = records.changes_since(state.high_water)
+        if not changes:
+            if META_STORE not in (collection.metadata or {}):
+                self._stamp(collection, state)  # an embedded collection from before metadata: adopt it
+            return state
+        for path in sorted({path for _, path, _ in changes}):
+            self._on(collection, "remove changed passages", partial(_delete_path, path=path))
+            self._add(collection, records.passages_of(path))
+        new_state = ProjectionState(NAME, state.version, changes[-1][0], utc_now())
+        self._stamp(collection, new_state)
+        records.set_projection(new_state)
+        return new_state
+
+    def rebuild(self, records: RecordStore, version: int) -> ProjectionState:
+        """Build a new collection version from the record store, then switch to it."""
+        self.store_id = records.store_identity()
+        version = self._free_version(version)
+        name = self.collection_name(version)
+        state = ProjectionState(NAME, version, records.high_water(), utc_now())
+        self._delete(name)  # a leftover of ours under this name (an unfinished build) is replaced
+        building = {**self._metadata(state), META_HIGH_WATER: BUILDING}
+        collection = self.connection.call(
+            f"create the collection {name}",
+            lambda client: client.create_collection(
+                name, embedding_function=self.function, configuration={"hnsw": {"space": "cosine"}}, metadata=building
+            ),
+        )
+        self._handles[(self.connection.generation, name)] = collection
+        self._add(collection, [stored.passage for stored in records.passages().values()])
+        self._stamp(collection, state)
+        records.set_projection(state)
+        self._drop_old_versions(keep=name)
+        return state
+
+    def _add(self, collection: Any, passages: list[Passage]) -> None:
+        if not passages:
+            return
+        vectors = self.vectors_for(passages)
+        largest = self.connection.call("read the batch size", lambda client: client.get_max_batch_size())
+        step = max(1, min(5000 if self.chroma.embedded else SERVER_WRITE_BATCH, largest))
+        for start in range(0, len(passages), step):
+            batch = passages[start : start + step]
+            embeddings = np.stack([vectors[p.sha256] for p in batch])
+            self._on(collection, "add vectors", partial(_add_batch, batch=batch, embeddings=embeddings))
+
+    def vectors_for(self, passages: Sequence[Passage]) -> dict[str, np.ndarray]:
+        """Vectors by content hash: from the cache, embedding only what it lacks."""
+        cache = self._get_cache()
+        model = self.embedder_name
+        vectors = cache.get(model, [p.sha256 for p in passages])
+        missing = {p.sha256: p.text for p in passages if p.sha256 not in vectors}
+        if missing:
+            fresh = self.function.embedder.embed(list(missing.values()))
+            new = dict(zip(missing, fresh, strict=True))
+            cache.put(model, new)
+            vectors.update(new)
+            self.embedded_last_sync += len(new)
+        return vectors
+
+    # ------------------------------------------------------------ searching
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.function.embedder.embed([text])[0]
+
+    def search(self, text: str, limit: int, state: ProjectionState) -> list[DenseHit]:
+        """Top ``limit`` passages by cosine similarity; ties broken by passage id."""
+        return self.search_vector(self.embed_query(text), limit, state)
+
+    def search_vector(self, vector: np.ndarray, limit: int, state: ProjectionState) -> list[DenseHit]:
+        """Exact cosine over the collection's vectors when it is small enough, else Chroma's HNSW."""
+        collection = self._checked_collection(state)
+        exact = self._exact_matrix(state, collection)
+        if exact is not None:
+            ids, matrix = exact
+            if not ids:
+                return []
+            scores = np.round(matrix @ vector.astype("float32"), 6)
+            top = np.argpartition(-scores, min(limit, len(ids)) - 1)[:limit]
+            hits = [DenseHit(ids[i], float(scores[i])) for i in top]
+        else:
+            hits = self._hnsw(collection, vector, limit)
+        return sorted(hits, key=lambda hit: (-hit.score, hit.passage_id))[:limit]
+
+    def search_hnsw(self, vector: np.ndarray, limit: int, state: ProjectionState) -> list[DenseHit]:
+        """Chroma's own HNSW search whatever the collection's size (what answers past EXACT_SEARCH_LIMIT)."""
+        hits = self._hnsw(self._checked_collection(state), vector, limit)
+        return sorted(hits, key=lambda hit: (-hit.score, hit.passage_id))[:limit]
+
+    def _hnsw(self, collection: Any, vector: np.ndarray, limit: int) -> list[DenseHit]:
+        count = self._on(collection, "count vectors", lambda c: c.count())
+        if count == 0:
+            return []
+        result = self._on(
+            collection,
+            "query",
+            lambda c: c.query(query_embeddings=[vector], n_results=min(limit, count), include=["distances"]),
+        )
+        return [
+            DenseHit(passage_id, round(1.0 - float(distance), 6))
+            for passage_id, distance in zip(result["ids"][0], result["distances"][0], strict=True)
+        ]
+
+    def _exact_matrix(self, state: ProjectionState, collection: Any) -> tuple[list[str], np.ndarray] | None:
+        """The collection's vectors in memory, reloaded whenever the projection state changes."""
+        key = (state, str(collection.id))
+        if self._exact is not None and self._exact[0] == key:
+            return self._exact[1], self._exact[2]
+        count = self._on(collection, "count vectors", lambda c: c.count())
+        if count > EXACT_SEARCH_LIMIT:
+            return None
+        ids, rows = self._all_vectors(collection, count)
+        matrix = np.asarray(rows, dtype="float32").reshape(len(ids), self.function.embedder.dimension)
+        self._exact = (key, ids, matrix)
+        return ids, matrix
+
+    def _all_vectors(self, collection: Any, count: int) -> tuple[list[str], list[Any]]:
+        """Every id and vector: one read embedded, pages of SERVER_READ_PAGE from a server."""
+        if self.chroma.embedded:
+            stored = collection.get(include=["embeddings"])
+            return list(stored["ids"]), list(stored["embeddings"])
+        ids: list[str] = []
+        rows: list[Any] = []
+        for offset in range(0, count, SERVER_READ_PAGE):
+            page = self._on(collection, "read vectors", partial(_vector_page, offset=offset))
+            ids.extend(page["ids"])
+            rows.extend(page["embeddings"])
+        return ids, rows
+
+    # ------------------------------------------------------------ checking collections against the record store
+
+    def _metadata(self, state: ProjectionState) -> dict[str, Any]:
+        return {
+            META_STORE: self.store_id,
+            META_FORMAT: DENSE_FORMAT,
+            META_VERSION: state.version,
+            META_HIGH_WATER: state.high_water,
+            META_MODEL: self.embedder_name,
+            META_BUILT_AT: state.built_at,
+        }
+
+    def _stamp(self, collection: Any, state: ProjectionState) -> None:
+        """Record ``state`` in the collection's metadata (before the record store moves to it)."""
+        metadata = self._metadata(state)
+        self._on(collection, "record the projection state", lambda c: c.modify(metadata=metadata))
+        self._checked = (self.connection.generation, state)
+
+    def _open_checked(self, state: ProjectionState) -> tuple[Any | None, str | None]:
+        """The collection for ``state`` and why it cannot serve it (``None`` when it can)."""
+        collection, problem = self._open(self.collection_name(state.version))
+        if collection is None:
+            return None, problem or f"it is missing from {self.where()}"
+        if self.chroma.embedded and META_STORE not in (collection.metadata or {}):
+            return collection, None  # built before collections carried metadata: embedded, so ours; stamped on sync
+        return collection, mismatch(collection.metadata, self._metadata(state))
+
+    def _checked_collection(self, state: ProjectionState) -> Any:
+        """The verified collection for ``state``; ``StaleCollectionError`` saying why it cannot be used.
+
+        Embedded, a state is verified once; on a server, before every search (which is
+        also how a server that went away, or lost its data, is noticed).
+        """
+        if self.chroma.embedded and self._checked == (self.connection.generation, state):
+            return self._collection(state.version)
+        collection, problem = self._open_checked(state)
+        if collection is None or problem is not None:
+            name = self.collection_name(state.version)
+            raise StaleCollectionError(
+                f"the dense collection {name} in {self.where()} cannot be used: {problem}; "
+                "index the notes to rebuild it"
+            )
+        self._checked = (self.connection.generation, state)
+        return collection
+
+    def _open(self, name: str) -> tuple[Any | None, str | None]:
+        """The collection ``name`` fresh from Chroma; ``(None, None)`` when it does not exist, and
+        ``(None, why)`` when Chroma will not open it with our embedding function."""
+        try:
+            collection = self.connection.call(f"open the collection {name}", self._getter(name))
+        except NotFoundError:
+            return None, None
+        except ValueError as exc:  # Chroma refuses our embedding function: another program's collection
+            return None, f"it was made by another program ({exc})"
+        self._handles = {key: value for key, value in self._handles.items() if key[0] == self.connection.generation}
+        self._handles[(self.connection.generation, name)] = collection
+        return collection, None
+
+    def _free_version(self, version: int) -> int:
+        """``version``, or the next one whose collection name no other record store holds."""
+        for candidate in range(version, version + MAX_VERSION_SKIPS):
+            collection, problem = self._open(self.collection_name(candidate))
+            free = collection is None and problem is None
+            if free or (collection is not None and self._is_ours(collection.metadata)):
+                return candidate
+        raise StaleCollectionError(
+            f"{MAX_VERSION_SKIPS} collection names from {self.collection_name(version)} on are held by other "
+            f"record stores in {self.where()}: give this project its own chroma_prefix"
+        )
+
+    def _getter(self, name: str) -> Callable[[Any], Any]:
+        return lambda client: client.get_collection(name, embedding_function=self.function)
+
+    def _is_ours(self, metadata: Mapping[str, Any] | None) -> bool:
+        store = (metadata or {}).get(META_STORE)
+        return store == self.store_id or (store is None and self.chroma.embedded)
+
+    def _drop_old_versions(self, keep: str) -> None:
+        """Delete this store's other versions under this prefix; other stores' collections are left alone.
+
+        Best effort: a leftover old version is never read (names carry the version).
+        """
+        pattern = re.compile(re.escape(self.chroma.prefix + COLLECTION_PREFIX) + r"\d+")
+        try:
+            listed = self.connection.call("list collections", lambda client: client.list_collections())
+        except (ValueError, ChromaError):  # a collection of another program that this chromadb cannot describe
+            return
+        for collection in listed:
+            if collection.name != keep and pattern.fullmatch(collection.name) and self._is_ours(collection.metadata):
+                self._delete(collection.name)
+
+    def _delete(self, name: str) -> None:
+        """Delete ``name`` if it is one of ours; a missing collection is fine."""
+        collection, _ = self._open(name)
+        if collection is not None and self._is_ours(collection.metadata):
+            self.connection.call(f"delete the collection {name}", lambda client: client.delete_collection(name))
+            self._handles = {key: value for key, value in self._handles.items() if key[1] != name}
+
+    # ------------------------------------------------------------ chroma plumbing
+
+    def _on(self, collection: Any, what: str, operation: Callable[[Any], T]) -> T:
+        """``operation(collection)`` through the connection; after a reconnect, on a fresh handle."""
+        name = str(collection.name)
+
+        def run(client: Any) -> T:
+            handle = self._handles.get((self.connection.generation, name))
+            if handle is None:
+                handle = self._getter(name)(client)
+                self._handles[(self.connection.generation, name)] = handle
+            return operation(handle)
+
+        return self.connection.call(f"{what} ({name})", run)
+
+    def _get_client(self) -> Any:
+        return self.connection.client()
+
+    def _collection(self, version: int) -> Any:
+        """The collection of ``version`` (opened, not checked)."""
+        name = self.collection_name(version)
+        handle = self._handles.get((self.connection.generation, name))
+        if handle is not None:
+            return handle
+        collection, problem = self._open(name)
+        if collection is None:
+            raise StaleCollectionError(f"the dense collection {name} cannot be opened: {problem}")
+        return collection
+
+    def _get_cache(self) -> EmbeddingCache:
+        if self._cache is None:
+            self._cache = EmbeddingCache(self._cache_path)
+        return self._cache
+
+    def close(self) -> None:
+        if self._cache is not None:
+            self._cache.close()
+            self._cache = None
+        self.connection.close()
+        self._handles.clear()
+
+    def discard_embedded(self) -> None:
+        """Delete an embedded Chroma folder that cannot be opened: it is derived, and the next sync rebuilds it."""
+        self.close()
+        forget_embedded(self.folder)
+        shutil.rmtree(self.folder, ignore_errors=True)
+        self._checked = None
+        self._exact = None

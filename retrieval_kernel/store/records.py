@@ -1,0 +1,439 @@
+"""The record store: the durable SQLite record every projection derives from.
+
+Tables
+------
+``documents``   one row per note path: identity, content hash, metadata, revision.
+``passages``    the citable passages of the current revision of each document.
+``changes``     append-only change log; ``seq`` orders every add/update/delete.
+``projections`` each derived index's version and high-water mark (last ``seq`` it holds).
+``traces``      how each packet was built (ids, scores, decisions; no note text), by trace id.
+
+A document's passages are replaced in the same transaction as its change-log
+entry, so a reader never sees half of an old revision and half of a new one.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sqlite3
+import time
+import uuid
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..corpus.facts import NoteFacts
+from ..corpus.notes import Note, Passage
+from ..errors import CorruptStoreError, RefreshTimeoutError, StoreError
+
+SCHEMA_VERSION = 2
+DATABASE_NAME = "records.sqlite3"
+MAX_TRACES = 1_000  # the newest traces kept; older ones are pruned on write
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS documents (
+    path TEXT PRIMARY KEY,
+    module TEXT NOT NULL,
+    title TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    metadata TEXT NOT NULL,
+    observed_at TEXT,
+    revision INTEGER NOT NULL,
+    indexed_at TEXT NOT NULL,
+    deleted INTEGER NOT NULL DEFAULT 0,
+    facts TEXT NOT NULL DEFAULT '{}'
+);
+CREATE TABLE IF NOT EXISTS passages (
+    id TEXT PRIMARY KEY,
+    path TEXT NOT NULL REFERENCES documents(path),
+    ordinal INTEGER NOT NULL,
+    module TEXT NOT NULL,
+    heading TEXT NOT NULL,
+    heading_path TEXT NOT NULL,
+    line_start INTEGER NOT NULL,
+    line_end INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    sha256 TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS passages_by_path ON passages(path);
+CREATE TABLE IF NOT EXISTS changes (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    path TEXT NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('add', 'update', 'delete')),
+    sha256 TEXT,
+    revision INTEGER NOT NULL,
+    at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS projections (
+    name TEXT PRIMARY KEY,
+    version INTEGER NOT NULL,
+    high_water INTEGER NOT NULL,
+    built_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS traces (id TEXT PRIMARY KEY, created_at TEXT NOT NULL, body TEXT NOT NULL);
+"""
+
+
+@dataclass(frozen=True)
+class StoredDocument:
+    """A document row as the store holds it."""
+
+    path: str
+    module: str
+    title: str
+    sha256: str
+    size: int
+    mtime_ns: int
+    metadata: dict[str, Any]
+    observed_at: str | None
+    revision: int
+    indexed_at: str
+    facts: NoteFacts = field(default_factory=NoteFacts)
+
+
+@dataclass(frozen=True)
+class StoredPassage:
+    """A passage joined with the document facts a packet needs."""
+
+    passage: Passage
+    observed_at: str | None
+    indexed_at: str
+    metadata: dict[str, Any]
+    revision: int
+    facts: NoteFacts = field(default_factory=NoteFacts)
+
+
+@dataclass(frozen=True)
+class ProjectionState:
+    """Version and high-water mark of one derived projection."""
+
+    name: str
+    version: int
+    high_water: int
+    built_at: str
+
+
+def utc_now() -> str:
+    """The current UTC time, ISO 8601 with seconds and a ``Z``."""
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def check_deadline(deadline: float | None, doing: str) -> None:
+    """Raise ``RefreshTimeoutError`` once ``time.monotonic()`` is past ``deadline``."""
+    if deadline is not None and time.monotonic() > deadline:
+        raise RefreshTimeoutError(f"the refresh ran past its time limit while {doing}")
+
+
+class RecordStore:
+    """SQLite-backed record store living in ``store_dir``."""
+
+    def __init__(self, store_dir: Path) -> None:
+        self.store_dir = store_dir
+        self.path = store_dir / DATABASE_NAME
+        self.read_only = False
+        try:
+            store_dir.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.executescript(_SCHEMA)
+            self._check_schema()
+        except sqlite3.DatabaseError as exc:
+            if _is_read_only(exc) and self.path.exists():
+                self._open_read_only(exc)
+            else:
+                raise self.corrupt(exc) from exc
+        except OSError as exc:
+            raise StoreError(f"cannot open the record store at {self.path}: {exc}") from exc
+        self._check_integrity()
+
+    def _open_read_only(self, why: sqlite3.Error) -> None:
+        """Serve an existing store that cannot be written (read-only folder or disk): queries still answer."""
+        for options in ("mode=ro", "mode=ro&immutable=1"):
+            try:
+                self._db = sqlite3.connect(f"{self.path.absolute().as_uri()}?{options}", uri=True, isolation_level=None)
+                self._check_schema()
+            except sqlite3.DatabaseError:
+                continue
+            self.read_only = True
+            return
+        raise StoreError(f"cannot open the record store at {self.path}: {why}")
+
+    def _check_integrity(self) -> None:
+        try:
+            problems = [row[0] for row in self._db.execute("PRAGMA quick_check").fetchall()]
+        except sqlite3.DatabaseError as exc:
+            raise self.corrupt(exc) from exc
+        if problems != ["ok"]:
+            raise self.corrupt("; ".join(problems[:3]))
+
+    def corrupt(self, why: object) -> CorruptStoreError:
+        """The error for a damaged store file: it names the file and the recovery command."""
+        return CorruptStoreError(
+            f"the record store {self.path} is damaged ({why}). Nothing in your notes is lost: "
+            "run `retrieval-kernel rebuild NOTES_DIR` to set it aside and rebuild everything from the notes"
+        )
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> RecordStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _check_schema(self) -> None:
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        if row is None:
+            self._db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        elif int(row[0]) == 1:
+            self._migrate_from_1()
+        elif int(row[0]) != SCHEMA_VERSION:
+            raise CorruptStoreError(
+                f"the record store {self.path} has schema {row[0]}, this version reads {SCHEMA_VERSION}: "
+                "run `retrieval-kernel rebuild NOTES_DIR` to rebuild it from the notes"
+            )
+
+    def _migrate_from_1(self) -> None:
+        """Add note facts; clearing the stored hash makes the next sync parse every note again."""
+        with self.transaction() as db:
+            db.execute("ALTER TABLE documents ADD COLUMN facts TEXT NOT NULL DEFAULT '{}'")
+            db.execute("UPDATE documents SET sha256 = '', size = -1")
+            db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One atomic write: everything inside commits together or not at all.
+
+        A database error (read-only file, full disk, lock timeout) becomes ``StoreError``.
+        """
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot write the record store at {self.path}: {exc}") from exc
+
+    # ------------------------------------------------------------ documents
+
+    def documents(self) -> dict[str, StoredDocument]:
+        """Every live document, keyed by path."""
+        rows = self._db.execute(
+            "SELECT path, module, title, sha256, size, mtime_ns, metadata, observed_at, revision, indexed_at, facts "
+            "FROM documents WHERE deleted = 0 ORDER BY path"
+        )
+        return {row[0]: _document(row) for row in rows}
+
+    def upsert(self, note: Note, size: int, mtime_ns: int, indexed_at: str) -> int:
+        """Store a new or changed note with its passages; return the change ``seq``."""
+        with self.transaction() as db:
+            previous = db.execute("SELECT revision, deleted FROM documents WHERE path = ?", (note.path,)).fetchone()
+            kind = "add" if previous is None or previous[1] else "update"
+            revision = 1 if previous is None else previous[0] + 1
+            db.execute(
+                "INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)",
+                (
+                    note.path,
+                    note.module,
+                    note.title,
+                    note.sha256,
+                    size,
+                    mtime_ns,
+                    json.dumps(dict(note.metadata), sort_keys=True),
+                    note.observed_at,
+                    revision,
+                    indexed_at,
+                    json.dumps(note.facts.to_dict(), sort_keys=True),
+                ),
+            )
+            db.execute("DELETE FROM passages WHERE path = ?", (note.path,))
+            db.executemany(
+                "INSERT INTO passages VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [_passage_row(p, ordinal) for ordinal, p in enumerate(note.passages)],
+            )
+            return _log(db, note.path, kind, note.sha256, revision, indexed_at)
+
+    def touch(self, path: str, size: int, mtime_ns: int) -> None:
+        """Record a new stat for unchanged content (no new revision)."""
+        with self.transaction() as db:
+            db.execute("UPDATE documents SET size = ?, mtime_ns = ? WHERE path = ?", (size, mtime_ns, path))
+
+    def delete(self, path: str, at: str) -> int:
+        """Tombstone a document and drop its passages; return the change ``seq``."""
+        with self.transaction() as db:
+            revision = db.execute("SELECT revision FROM documents WHERE path = ?", (path,)).fetchone()[0]
+            db.execute("UPDATE documents SET deleted = 1 WHERE path = ?", (path,))
+            db.execute("DELETE FROM passages WHERE path = ?", (path,))
+            return _log(db, path, "delete", None, revision, at)
+
+    # ------------------------------------------------------------ passages
+
+    def passages(self, ids: Iterable[str] | None = None) -> dict[str, StoredPassage]:
+        """Passages (all, or those with ``ids``) joined with their document facts."""
+        if ids is None:
+            return {sp.passage.id: sp for sp in self._passages_where("1", ())}
+        wanted = list(dict.fromkeys(ids))
+        found: dict[str, StoredPassage] = {}
+        for start in range(0, len(wanted), 500):
+            batch = tuple(wanted[start : start + 500])
+            marks = ",".join("?" * len(batch))
+            found.update((sp.passage.id, sp) for sp in self._passages_where(f"p.id IN ({marks})", batch))
+        return found
+
+    def passages_of(self, path: str) -> list[Passage]:
+        """The current passages of one document, in document order."""
+        return [sp.passage for sp in self._passages_where("p.path = ?", (path,))]
+
+    def _passages_where(self, clause: str, args: tuple[Any, ...]) -> list[StoredPassage]:
+        rows = self._db.execute(
+            "SELECT p.id, p.path, p.module, p.heading, p.heading_path, p.line_start, p.line_end, "
+            "p.text, p.sha256, d.observed_at, d.indexed_at, d.metadata, d.revision, d.facts "
+            f"FROM passages p JOIN documents d ON d.path = p.path WHERE {clause} ORDER BY p.path, p.ordinal",
+            args,
+        ).fetchall()
+        return [_stored_passage(row) for row in rows]
+
+    def passage_ids_with_hash_prefix(self, prefix: str) -> list[str]:
+        """Ids of passages whose content sha256 starts with ``prefix`` (lower-case hex)."""
+        rows = self._db.execute(
+            "SELECT id FROM passages WHERE substr(sha256, 1, ?) = ? ORDER BY path, ordinal", (len(prefix), prefix)
+        )
+        return [row[0] for row in rows]
+
+    def passage_count(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM passages").fetchone()[0])
+
+    # ------------------------------------------------------------ change log and projections
+
+    def high_water(self) -> int:
+        """The newest change-log sequence number (0 for an empty log)."""
+        return int(self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM changes").fetchone()[0])
+
+    def changes_since(self, seq: int) -> list[tuple[int, str, str]]:
+        """``(seq, path, kind)`` of every change after ``seq``, oldest first."""
+        return self._db.execute("SELECT seq, path, kind FROM changes WHERE seq > ? ORDER BY seq", (seq,)).fetchall()
+
+    def projection(self, name: str) -> ProjectionState | None:
+        row = self._db.execute(
+            "SELECT name, version, high_water, built_at FROM projections WHERE name = ?", (name,)
+        ).fetchone()
+        return ProjectionState(*row) if row else None
+
+    # ------------------------------------------------------------ traces
+
+    def save_trace(self, trace_id: str, body: dict[str, Any], at: str) -> None:
+        """Keep how a packet was built (the newest MAX_TRACES); a failed write never fails the query."""
+        try:
+            with self.transaction() as db:
+                db.execute("INSERT OR REPLACE INTO traces VALUES (?, ?, ?)", (trace_id, at, json.dumps(body)))
+                db.execute("DELETE FROM traces WHERE rowid <= (SELECT MAX(rowid) FROM traces) - ?", (MAX_TRACES,))
+        except StoreError:
+            pass  # a read-only store still answers; the trace is simply not kept
+
+    def trace(self, trace_id: str) -> dict[str, Any] | None:
+        row = self._db.execute("SELECT body FROM traces WHERE id = ?", (trace_id,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def meta(self, key: str) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.transaction() as db:
+            db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    def store_identity(self) -> str:
+        """This store's permanent random identity, made on first use.
+
+        Remote projections (a Chroma server's collections) carry it, so a collection
+        built from another record store is recognised and never mixed in.
+        """
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()
+        if row is None:
+            with self.transaction() as db:
+                db.execute("INSERT OR IGNORE INTO meta VALUES ('store_id', ?)", (uuid.uuid4().hex,))
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()
+        return str(row[0])
+
+    def set_projection(self, state: ProjectionState) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO projections VALUES (?, ?, ?, ?)",
+                (state.name, state.version, state.high_water, state.built_at),
+            )
+
+
+def _is_read_only(exc: sqlite3.Error) -> bool:
+    text = str(exc).lower()
+    return "readonly" in text or "read-only" in text or "unable to open" in text
+
+
+def _log(db: sqlite3.Connection, path: str, kind: str, sha256: str | None, revision: int, at: str) -> int:
+    cursor = db.execute(
+        "INSERT INTO changes (path, kind, sha256, revision, at) VALUES (?, ?, ?, ?, ?)",
+        (path, kind, sha256, revision, at),
+    )
+    return int(cursor.lastrowid or 0)
+
+
+def _passage_row(passage: Passage, ordinal: int) -> tuple[Any, ...]:
+    return (
+        passage.id,
+        passage.path,
+        ordinal,
+        passage.module,
+        passage.heading,
+        json.dumps(list(passage.heading_path)),
+        passage.line_start,
+        passage.line_end,
+        passage.text,
+        passage.sha256,
+    )
+
+
+def _document(row: tuple[Any, ...]) -> StoredDocument:
+    return StoredDocument(
+        path=row[0],
+        module=row[1],
+        title=row[2],
+        sha256=row[3],
+        size=row[4],
+        mtime_ns=row[5],
+        metadata=json.loads(row[6]),
+        observed_at=row[7],
+        revision=row[8],
+        indexed_at=row[9],
+        facts=NoteFacts.from_dict(json.loads(row[10])),
+    )
+
+
+def _stored_passage(row: tuple[Any, ...]) -> StoredPassage:
+    passage = Passage(
+        id=row[0],
+        path=row[1],
+        module=row[2],
+        heading=row[3],
+        heading_path=tuple(json.loads(row[4])),
+        line_start=row[5],
+        line_end=row[6],
+        text=row[7],
+        sha256=row[8],
+    )
+    return StoredPassage(
+        passage=passage,
+        observed_at=row[9],
+        indexed_at=row[10],
+        metadata=json.loads(row[11]),
+        revision=row[12],
+        facts=NoteFacts.from_dict(json.loads(row[13])),
+    )

@@ -1,0 +1,248 @@
+"""Refresh policy: when the projections catch up with the notes, and what a packet says meanwhile.
+
+Modes
+-----
+``off``       never refresh on a query; the packet says ``stale`` (with each lane's lag)
+              when the notes changed.
+``on-query``  before answering, look for changed notes (a stat of every file, no reading);
+              refresh when there are some, once no note has been saved for ``debounce``
+              seconds (each new save restarts the window). Inside that window the packet
+              is ``stale`` and answers from the last good projections.
+``watch``     a background thread does the looking (every ``interval`` seconds, sleeping
+              on an event, never spinning) and the refreshing; queries never wait.
+
+Whatever the mode, only one process or thread publishes at a time (the store's lock);
+a query that finds the lock taken answers from the last good projections as
+``refreshing``. A refresh that fails or times out keeps them too, as
+``failed-with-last-good``, and says why.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from .indexing import SyncReport
+
+MODES = ("off", "on-query", "watch")
+DEFAULT_MODE = "on-query"
+DEFAULT_DEBOUNCE = 0.0
+DEFAULT_INTERVAL = 1.0
+LAST_REFRESH_KEY = "last_refresh"
+
+# Projection states, as the packet reports them.
+CONSISTENT = "consistent"
+STALE = "stale"
+REFRESHING = "refreshing"
+FAILED_WITH_LAST_GOOD = "failed-with-last-good"
+
+
+@dataclass(frozen=True)
+class RefreshPolicy:
+    """How and when a workspace refreshes; ``timeout`` (seconds) bounds one refresh."""
+
+    mode: str = DEFAULT_MODE
+    debounce: float = DEFAULT_DEBOUNCE
+    timeout: float | None = None
+    interval: float = DEFAULT_INTERVAL
+
+    @classmethod
+    def checked(
+        cls,
+        mode: str = DEFAULT_MODE,
+        debounce: float = DEFAULT_DEBOUNCE,
+        timeout: float | None = None,
+        interval: float = DEFAULT_INTERVAL,
+    ) -> RefreshPolicy:
+        if mode not in MODES:
+            raise InputError(f"refresh mode must be one of {', '.join(MODES)}, not {mode!r}")
+        if not 0 <= debounce <= 3600:
+            raise InputError(f"debounce must be between 0 and 3600 seconds, not {debounce}")
+        if timeout is not None and not 0 < timeout <= 86_400:
+            raise InputError(f"refresh timeout must be between 0 and 86400 seconds, not {timeout}")
+        if not 0.05 <= interval <= 3600:
+            raise InputError(f"watch interval must be between 0.05 and 3600 seconds, not {interval}")
+        return cls(mode, float(debounce), None if timeout is None else float(timeout), float(interval))
+
+    def deadline(self) -> float | None:
+        return None if self.timeout is None else time.monotonic() + self.timeout
+
+
+@dataclass(frozen=True)
+class RefreshOutcome:
+    """The projection state after trying to bring it up to date (or deciding not to)."""
+
+    state: str
+    report: SyncReport | None
+    error: str | None = None
+    pending: int = 0  # notes changed on disk that the change log does not hold yet
+
+
+@dataclass
+class RefreshRecord:
+    """The last refresh's result, as ``status`` shows it (kept in the store's meta table)."""
+
+    at: str
+    result: str  # ok | failed | busy | timeout
+    error: str | None = None
+    added: int = 0
+    updated: int = 0
+    deleted: int = 0
+    problems: list[str] = field(default_factory=list)
+    rebuilt: list[str] = field(default_factory=list)  # projections rebuilt, with why
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str | None) -> RefreshRecord | None:
+        if not text:
+            return None
+        try:
+            return cls(**json.loads(text))
+        except (TypeError, ValueError):
+            return None
+
+
+class Debounce:
+    """A quiet-period timer: refresh once the unpublished changes stopped changing ``seconds`` ago.
+
+    ``waiting(changes)`` takes what is pending (any comparable value, e.g. each changed
+    note's path, size and mtime; empty when nothing is): a new save restarts the window.
+    ``clock`` is injectable for tests.
+    """
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.seconds = seconds
+        self.clock = clock
+        self._since: float | None = None
+        self._seen: object = None
+
+    def waiting(self, changes: object) -> bool:
+        """Whether to hold off refreshing: the pending changes were last different less than ``seconds`` ago."""
+        if not changes:
+            self.reset()
+            return False
+        now = self.clock()
+        if self._since is None or changes != self._seen:
+            self._since, self._seen = now, changes
+        return now - self._since < self.seconds
+
+    def reset(self) -> None:
+        self._since, self._seen = None, None
+
+
+class Watcher:
+    """A stoppable background thread that runs ``poll`` every ``interval`` seconds.
+
+    ``poll`` runs in the thread (which should own its own store connections); its
+    exceptions are kept in ``last_error``, never raised into the kernel.
+    """
+
+    def __init__(self, poll: Callable[[], Any], interval: float, name: str = "retrieval-kernel-watch") -> None:
+        self._poll = poll
+        self.interval = interval
+        self._stop = threading.Event()
+        self.last_error: str | None = None
+        self.polls = 0
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def start(self) -> Watcher:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self._poll()
+                self.last_error = None
+            except Exception as exc:  # reported by status; the thread keeps watching
+                self.last_error = f"{type(exc).__name__}: {exc}"
+            self.polls += 1
+            self._stop.wait(self.interval)  # sleeps; wakes at once when stopped
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self._stop.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+
+def set_aside(store_dir: Path, stamp: str) -> list[Path]:
+    """Move the record store file (and its journal) aside and delete every derived projection.
+
+    Returns the files kept aside (``records.sqlite3.damaged-<stamp>``): nothing is deleted
+    that cannot be derived again from the notes.
+    """
+    from .records import DATABASE_NAME
+
+    kept: list[Path] = []
+    for suffix in ("", "-wal", "-shm"):
+        source = store_dir / f"{DATABASE_NAME}{suffix}"
+        if source.exists():
+            target = store_dir / f"{DATABASE_NAME}{suffix}.damaged-{stamp}"
+            source.rename(target)
+            kept.append(target)
+    for derived in ("lexical", "dense", "embeddings.sqlite3"):
+        path = store_dir / derived
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
+    return kept
+
+
+def status_text(status: dict[str, Any]) -> str:
+    """``Workspace.status()`` as a short plain-text report."""
+    store = status["record_store"]
+    refresh = status["refresh"]
+    lines = [
+        f"notes {status['notes_dir']}  ·  store {status['store_dir']}",
+        f"state {status['state']}  ·  refresh {refresh['mode']} (debounce {refresh['debounce']:g} s"
+        + (f", timeout {refresh['timeout']:g} s" if refresh["timeout"] else "")
+        + (", watching" if status["watching"] else "")
+        + ")",
+        f"record store: {store['documents']} notes, {store['passages']} passages, change log at {store['high_water']}"
+        + (" (read-only)" if store["read_only"] else "")
+        + (f"; {status['pending_notes']} note(s) changed on disk, not yet indexed" if status["pending_notes"] else ""),
+    ]
+    for projection in status["projections"]:
+        version = "not built" if projection["version"] is None else f"v{projection['version']}"
+        line = f"  {projection['name']:<8} {version}  high-water {projection['high_water']}  lag {projection['lag']}"
+        if projection["problem"]:
+            line += f"  ! {projection['problem']}"
+        lines.append(line)
+    last = status["last_refresh"]
+    if last is None:
+        lines.append("last refresh: none recorded")
+    else:
+        counts = f"+{last['added']} ~{last['updated']} -{last['deleted']}"
+        lines.append(f"last refresh: {last['result']} at {last['at']} ({counts})")
+        lines.extend(f"  rebuilt {why}" for why in last["rebuilt"])
+        lines.extend(f"  problem: {problem}" for problem in last["problems"])
+    if status["last_error"]:
+        lines.append(f"last error: {status['last_error']}")
+    return "\n".join(lines)
+
+
+def outcome_text(outcome: RefreshOutcome) -> str:
+    """One refresh's outcome in a sentence or two."""
+    if outcome.report is None:
+        return f"{outcome.state}: {outcome.error}"
+    report = outcome.report
+    text = (
+        f"{outcome.state}: {len(report.added)} added, {len(report.updated)} updated, "
+        f"{len(report.deleted)} deleted, {report.unchanged} unchanged"
+    )
+    problems = [f"\n  problem: {problem.message}" for problem in report.problems]
+    return text + "".join(problems)
