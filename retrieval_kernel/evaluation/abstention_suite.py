@@ -59,7 +59,7 @@ def run_abstention_suite(
                     "question": question["question"],
                     "abstained": packet.abstained,
                     "abstention_reason": packet.abstention_reason,
-                    "confidence": packet.confidence,
+                    "confidence": getattr(packet, "confidence", None),  # packets before version 3 have none
                     "evidence": [item.id for item in packet.evidence],
                 }
             )

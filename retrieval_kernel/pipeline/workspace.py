@@ -66,11 +66,13 @@ class Workspace(Upkeep):
     ``lanes`` picks the retrieval lanes (default all three); ``embedder`` picks the
     dense lane's embedder (``onnx-int8`` or ``torch``); ``chroma`` where its vectors
     live (``"embedded"``, ``"http://host:port"`` or :class:`ChromaSettings`; default:
-    ``RETRIEVAL_KERNEL_CHROMA_URL``, then pyproject, then embedded). A lane that cannot
+    pyproject, then ``RETRIEVAL_KERNEL_CHROMA_URL``, then embedded). A lane that cannot
     run is reported ``unavailable`` with its reason while the others still answer.
     ``refresh`` (``off``, ``on-query``, ``watch``), ``debounce``, ``refresh_timeout``
     and ``watch_interval`` (seconds) say when the projections catch up with the notes
     (see :mod:`retrieval_kernel.store.refresh`); ``index_clock`` stamps index times.
+    ``judge_answers=False`` turns the answerability judgement off (every candidate the lanes
+    propose counts as answering; for studying a lane on its own).
     """
 
     def __init__(
