@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import FrozenInputChangedError, InputError, RetrievalKernelError
-from .pipeline.policy import INTENTS
+from .pipeline.candidates import INTENTS
 from .pipeline.requests import LANES, checked_lanes
 from .pipeline.workspace import Workspace
 from .projections.embedding import DEFAULT_EMBEDDER, EMBEDDERS

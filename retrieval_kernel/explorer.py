@@ -25,8 +25,8 @@ from .output.render import (
     excluded_text,
     lane_text,
 )
+from .pipeline.candidates import INTENTS
 from .pipeline.freshness import parse_as_of
-from .pipeline.policy import INTENTS
 from .pipeline.requests import LANES, MAX_TOP, checked_lanes, checked_top
 from .pipeline.workspace import Workspace
 from .settings import DEFAULTS, budget_limits

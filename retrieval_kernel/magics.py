@@ -26,7 +26,7 @@ from traitlets.config import Configurable
 
 from .errors import RetrievalKernelError
 from .output.packet import Packet
-from .pipeline.policy import INTENTS
+from .pipeline.candidates import INTENTS
 from .pipeline.workspace import Workspace
 from .settings import (
     DEFAULTS,

@@ -31,8 +31,8 @@ from typing import Any, TypedDict
 
 from .errors import BudgetError, ChromaConfigError, DateError, InputError
 from .output.packet import DEFAULT_BUDGET, Budget
+from .pipeline.candidates import DEFAULT_INTENT
 from .pipeline.freshness import parse_as_of
-from .pipeline.policy import DEFAULT_INTENT
 from .pipeline.requests import DEFAULT_TOP, checked_intent, checked_top
 from .projections.chroma_client import ChromaSettings, parse_url
 from .store.refresh import DEFAULT_DEBOUNCE, DEFAULT_MODE, RefreshPolicy

@@ -8,7 +8,7 @@ retrieves each calibration query once, then:
 1. fits the rule selector's feature weights (an L2-regularised logistic regression:
    is this eligible candidate listed by one of the query's needs?);
 2. searches the thresholds (``min_first``, ``min_keep``, ``min_gain``, ``max_records``,
-   ``min_ratio``) on a fixed grid and keeps the best by ``lessons_eval.objective``: a
+   ``min_ratio``) on a fixed grid and keeps the best by ``lessons_calibration.objective``: a
    setting that meets every target (precision >= 0.90, coverage >= 0.99, no critical
    miss, nothing unsafe, no-answer accuracy >= 0.95) wins, the most precise of those
    first; otherwise the one closest to the targets (precision/0.90 + coverage/0.99 +
@@ -32,7 +32,8 @@ import time
 from pathlib import Path
 
 from retrieval_kernel.applicability import CALIBRATION_FILE
-from retrieval_kernel.evaluation.lessons_eval import calibrate, load_lessons_suite, open_split, retrieve
+from retrieval_kernel.evaluation.lessons_calibration import calibrate
+from retrieval_kernel.evaluation.lessons_eval import load_lessons_suite, open_split, retrieve
 
 SPLIT = "calibration"
 
@@ -61,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         "seconds": round(time.time() - started, 1),
         "method": (
             "weights: logistic regression on the calibration candidates; thresholds: grid search by "
-            "lessons_eval.objective; dense cutoff: most precise with coverage >= 0.98"
+            "lessons_calibration.objective; dense cutoff: most precise with coverage >= 0.98"
         ),
         **chosen,
     }

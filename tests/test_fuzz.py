@@ -37,7 +37,7 @@ from retrieval_kernel.corpus.notes import HEADING_LINE, Note, Passage, parse_not
 from retrieval_kernel.errors import BudgetTooSmallError, FrontMatterError, NoteDecodeError
 from retrieval_kernel.output.packet import Budget, LaneHit, LaneReport, Packet, serialize
 from retrieval_kernel.pipeline.assembly import assemble
-from retrieval_kernel.pipeline.policy import Admission, Candidate, ConflictDraft, Exclusion, Selection, Side
+from retrieval_kernel.pipeline.candidates import Admission, Candidate, ConflictDraft, Exclusion, Selection, Side
 from retrieval_kernel.store.records import StoredPassage
 
 FUZZ = settings(

@@ -11,15 +11,13 @@ from test_applicability import lesson  # tests/ is on sys.path (rootdir-less tes
 from retrieval_kernel.applicability import FEATURES, RuleSelector, Thresholds
 from retrieval_kernel.cli import main
 from retrieval_kernel.errors import FrozenInputChangedError, SuiteError
+from retrieval_kernel.evaluation.lessons_calibration import calibrate, fit_weights, objective
 from retrieval_kernel.evaluation.lessons_eval import (
     METHODS,
-    calibrate,
-    fit_weights,
     lessons_gates,
     load_lesson_queries,
     load_lessons_suite,
     method_metrics,
-    objective,
     open_split,
     retrieve,
     run_lessons_suite,

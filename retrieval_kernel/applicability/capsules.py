@@ -16,7 +16,7 @@ from ..corpus.facts import normalize_status
 from ..projections.lexical import analyze
 
 if TYPE_CHECKING:
-    from ..pipeline.policy import Candidate
+    from ..pipeline.candidates import Candidate
 
 _TERMS_CACHE: dict[str, frozenset[str]] = {}
 _TERMS_CACHE_MAX = 20_000

@@ -30,7 +30,7 @@ def retrieve_candidates(
     Returns the candidate records and each lane's report (name, status, candidates, reason).
     Notes outside the caller's ``scopes`` are dropped inside the lanes, as for packets.
     """
-    from ..pipeline import policy
+    from ..pipeline.candidates import visible
     from ..pipeline.requests import CANDIDATE_POOL, checked_lanes, checked_query, checked_scopes
 
     text = checked_query(query)
@@ -42,7 +42,7 @@ def retrieve_candidates(
     hidden = frozenset(
         p.id
         for path, doc in documents.items()
-        if not policy.visible(doc.facts, visible_to)
+        if not visible(doc.facts, visible_to)
         for p in workspace.records.passages_of(path)
     )
     runs = workspace.run_lanes(text, chosen, hidden=hidden)

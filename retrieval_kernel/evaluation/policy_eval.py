@@ -27,7 +27,7 @@ from typing import Any
 
 from ..errors import SuiteError
 from ..output.packet import Packet
-from ..pipeline.policy import HISTORICAL
+from ..pipeline.candidates import HISTORICAL
 from ..pipeline.requests import LANES
 from ..pipeline.workspace import Workspace
 from ..projections.chroma_client import ChromaSettings

@@ -40,7 +40,7 @@ from ..store.records import StoredPassage
 from .lanes import LaneRun
 
 if TYPE_CHECKING:
-    from .policy import Candidate
+    from .candidates import Candidate
 
 MODEL_FILE = Path(__file__).with_name("answerability.json")
 JUDGED = 10  # leading candidates read by the question model
@@ -117,14 +117,6 @@ class Model:
     def probability(self, values: Mapping[str, float]) -> float:
         z = self.bias + sum(w * float(values[name]) for w, name in zip(self.weights, self.features, strict=True))
         return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "features": list(self.features),
-            "weights": list(self.weights),
-            "bias": self.bias,
-            "threshold": self.threshold,
-        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Model:
@@ -207,9 +199,6 @@ class Judgement:
         """Answering passage ids, most probable first (ties by id)."""
         ranked = sorted(self.probabilities.items(), key=lambda item: (-item[1], item[0]))
         return [pid for pid, p in ranked if p >= self.floor] if self.answerable else []
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"confidence": self.confidence, "threshold": self.threshold, "floor": self.floor}
 
 
 @dataclass(frozen=True)

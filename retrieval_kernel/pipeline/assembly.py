@@ -28,9 +28,9 @@ from ..output.packet import (
     excluded_dict,
     serialize,
 )
+from .candidates import BUDGET, HISTORICAL, SCOPE, Admission, ConflictDraft, Selection
 from .freshness import fresh_for_days, freshness_label, source_age_days
 from .live import LiveCheck, run_checks
-from .policy import BUDGET, HISTORICAL, SCOPE, Admission, ConflictDraft, Selection
 
 ABSTAIN_NOTHING_FITS = "no_evidence_fits_budget"
 ABSTAIN_UNRESOLVED_CONFLICT = "unresolved_conflict"

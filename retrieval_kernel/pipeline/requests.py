@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from ..errors import BudgetError, EmptyQueryError, InputError, QueryTooLongError
 from ..output.packet import DEFAULT_BUDGET_LIMIT, DEFAULT_BUDGET_UNIT, Budget
-from . import policy
+from .candidates import INTENTS
 
 MAX_QUERY_CHARS = 4_000
 DEFAULT_TOP = 8
@@ -46,8 +46,8 @@ def checked_scopes(scopes: Sequence[str] | str | None) -> frozenset[str]:
 
 
 def checked_intent(intent: str) -> str:
-    if intent not in policy.INTENTS:
-        raise InputError(f"intent must be one of {', '.join(policy.INTENTS)}, not {intent!r}")
+    if intent not in INTENTS:
+        raise InputError(f"intent must be one of {', '.join(INTENTS)}, not {intent!r}")
     return intent
 
 

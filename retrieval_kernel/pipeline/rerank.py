@@ -17,7 +17,7 @@ from typing import Protocol
 from ..errors import LaneUnavailableError
 from ..output.packet import LaneHit
 from ..projections.embedding import go_offline
-from .policy import Candidate
+from .candidates import Candidate
 
 DEFAULT_DEPTH = 20
 

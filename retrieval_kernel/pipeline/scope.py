@@ -12,7 +12,7 @@ from ..projections.lexical import analyze
 from ..store.indexing import StandingWarnings
 from ..store.records import RecordStore
 from ..store.refresh import RefreshOutcome
-from . import policy
+from .candidates import visible
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class ScopeView:
     @classmethod
     def build(cls, records: RecordStore, scopes: frozenset[str]) -> ScopeView:
         documents = records.documents()
-        shown = {path: doc for path, doc in documents.items() if policy.visible(doc.facts, scopes)}
+        shown = {path: doc for path, doc in documents.items() if visible(doc.facts, scopes)}
         concealed = [p for path in documents if path not in shown for p in records.passages_of(path)]
         links = build_links(NoteRef(doc.path, doc.module, doc.facts) for doc in shown.values())
         hidden_paths = frozenset(documents) - frozenset(shown)

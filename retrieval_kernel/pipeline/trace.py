@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from ..output.packet import Packet
 
 if TYPE_CHECKING:
+    from .candidates import Candidate, Request, Selection
     from .lanes import LaneRun
-    from .policy import Candidate, Request, Selection
 
 TRACE_VERSION = 1
 

@@ -33,11 +33,11 @@ from .abstention import (
 )
 from .answerability import POOL_JUDGED, Judge, Judgement, Signals, Unseen
 from .assembly import assemble
+from .candidates import DEFAULT_INTENT, SCOPE, Candidate, Request, Selection
 from .freshness import parse_as_of
 from .fusion import reciprocal_rank_fusion
 from .lanes import DENSE_MIN_COSINE, DenseLane, IdentityLane, Lane, LaneRun, LexicalLane
 from .live import LiveCheck
-from .policy import Candidate, Request, Selection
 from .requests import (
     CANDIDATE_POOL,
     DEFAULT_TOP,
@@ -203,7 +203,7 @@ class Workspace(Upkeep):
         refresh: bool = True,
         lanes: Sequence[str] | None = None,
         scopes: Sequence[str] | str | None = None,
-        intent: str = policy.DEFAULT_INTENT,
+        intent: str = DEFAULT_INTENT,
         audit: bool = False,
     ) -> Packet:
         """Answer ``text`` with a cited evidence packet within the budget.
@@ -244,7 +244,7 @@ class Workspace(Upkeep):
             evidence=(),
             abstained=True,
             abstention_reason=abstention,
-            exclusions={policy.SCOPE: scope_filtered},
+            exclusions={SCOPE: scope_filtered},
             warnings=(*repairs, *packet_warnings(outcome, view, standing_warnings(self.records), read)),
             trace_id=_trace_id(query, request, budget, top, reports),
             scopes=tuple(sorted(request.scopes)),

@@ -1,0 +1,184 @@
+"""Step 4 of the policy: conflicts as objects (resolved by supersession, then authority, else unresolved),
+and whether an unresolved conflict is what the question is about (only then does it block)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from ..corpus.facts import NoteFacts
+from .answerability import Judgement, content_terms
+from .candidates import SUPERSEDED, SUPERSESSION, Candidate, ConflictDraft, Exclusion, Side, effective_status
+from .validity import Standing
+
+LEADING_NOTES = 3  # without a judgement, an unresolved conflict touching one of these notes blocks the answer
+
+
+def find_conflicts(
+    in_play: set[str], eligible: Sequence[Candidate], excluded: Sequence[Exclusion], standing: Standing
+) -> list[ConflictDraft]:
+    """Conflicts on the propositions of the notes in play, with partners from the whole pool.
+
+    A note asserts once, whichever section is cited; its side is shown by its best-ranked
+    passage that states the value (else its best-ranked passage).
+    """
+    superseded = [e.candidate for e in excluded if e.code == SUPERSEDED]
+    old_paths = {c.path for c in superseded}
+    passages_of = by_note([*eligible, *superseded])
+    pool = [passages[0] for passages in passages_of.values()]
+    propositions = sorted({p for c in pool if c.path in in_play for p in c.facts.asserts})
+    conflicts: list[ConflictDraft] = []
+    linked: set[tuple[str, str]] = set()
+    for proposition in propositions:
+        sides = [
+            _stating(passages_of[c.path], c.facts.asserts[proposition]) for c in pool if proposition in c.facts.asserts
+        ]
+        if len({value_key(c.facts.asserts[proposition]) for c in sides}) < 2:
+            continue
+        for old in (c for c in sides if c.path in old_paths):
+            for new in (c for c in sides if c.path in {e.new for e in standing.successors(old.path)}):
+                if value_key(old.facts.asserts[proposition]) != value_key(new.facts.asserts[proposition]):
+                    conflicts.append(_draft(proposition, [old, new], "superseded", [new], [old]))
+                    linked.add((old.path, new.path))
+        for group in _same_decision_scope([c for c in sides if c.path not in old_paths]):
+            if len({value_key(c.facts.asserts[proposition]) for c in group}) >= 2:
+                conflicts.append(_by_authority(proposition, group))
+    for old in (c for c in pool if c.path in old_paths):
+        for edge in standing.successors(old.path):
+            successor = next((c for c in pool if c.path == edge.new), None)
+            if successor is None or (old.path, successor.path) in linked:
+                continue
+            if {old.path, successor.path} & in_play:
+                conflicts.append(_draft(SUPERSESSION, [old, successor], "superseded", [successor], [old]))
+    return conflicts
+
+
+def by_note(candidates: Sequence[Candidate]) -> dict[str, list[Candidate]]:
+    """Each note's candidate passages, best-ranked first, notes in order of their best passage."""
+    grouped: dict[str, list[Candidate]] = {}
+    for candidate in candidates:
+        grouped.setdefault(candidate.path, []).append(candidate)
+    return grouped
+
+
+def _stating(passages: Sequence[Candidate], value: Any) -> Candidate:
+    """The first passage whose text holds ``value`` as a whole word or number, else the first."""
+    pattern = re.compile(rf"(?<![\w.]){re.escape(str(value).strip())}(?![\w])", re.IGNORECASE)
+    return next((c for c in passages if pattern.search(c.stored.passage.text)), passages[0])
+
+
+def _same_decision_scope(sides: Sequence[Candidate]) -> list[list[Candidate]]:
+    """Group sides that speak for the same audience: both unscoped, or sharing a scope.
+
+    Values for different audiences (a tenant's contract and the public terms, or two
+    tenants) are compatible, not a conflict (seed 003: "same decision scope?").
+    """
+    groups: list[list[Candidate]] = []
+    for side in sides:
+        joined = [g for g in groups if any(_shares_scope(side.facts, other.facts) for other in g)]
+        merged = [item for g in joined for item in g] + [side]
+        groups = [g for g in groups if g not in joined] + [merged]
+    return [sorted(g, key=sides.index) for g in sorted(groups, key=lambda g: min(map(sides.index, g)))]
+
+
+def _shares_scope(a: NoteFacts, b: NoteFacts) -> bool:
+    return (not a.scope and not b.scope) or bool(set(a.scope) & set(b.scope))
+
+
+def mark_blocking(
+    conflicts: list[ConflictDraft], eligible: Sequence[Candidate], judged: Judgement, query: str
+) -> list[ConflictDraft]:
+    """An unresolved conflict blocks the answer only when the question is about its proposition."""
+    if not judged.judged:  # no judgement: a conflict on one of the leading notes blocks (the old rule)
+        leading = set(list(by_note(eligible))[:LEADING_NOTES])
+        return [
+            replace(c, blocking=c.kind == "unresolved" and any(side.path in leading for side in c.sides))
+            for c in conflicts
+        ]
+    admissible = {c.id for c in eligible}
+    return [replace(c, blocking=c.kind == "unresolved" and _about(c, judged, query, admissible)) for c in conflicts]
+
+
+UNIT_WORDS = frozenset(
+    content_terms(
+        "hours hour days day minutes minute weeks week months month years year per pct percent count max "
+        "min number amount limit value rate total interval"
+    )
+)
+
+
+def _about(conflict: ConflictDraft, judged: Judgement, query: str, admissible: set[str]) -> bool:
+    """Whether the question asks about the contested proposition, not only about a note that states it.
+
+    A side's note must be among the two admissible notes that answer best. Then the question is about the
+    conflict when it names what the proposition asserts (the last word of its key that is not a
+    unit: ``window`` in ``refund_window_days``, ``retries`` in ``order_events_max_retries``), or
+    when the best answer is a side's and the question names a side's value, or when the two best
+    answering passages are the two passages that state the values.
+    """
+    answering = [pid for pid in judged.leading() if pid in admissible]
+    notes = {_note_of(side.passage_id) for side in conflict.sides}
+    leading_notes = list(dict.fromkeys(_note_of(pid) for pid in answering))[:2]
+    if not notes & set(leading_notes):
+        return False
+    key = [
+        term
+        for term in content_terms(conflict.proposition.replace("_", " ").replace(".", " "))
+        if term not in UNIT_WORDS
+    ]
+    if key and key[-1] in content_terms(query):
+        return True
+    if leading_notes[0] in notes and any(_mentions(query, side.value) for side in conflict.sides):
+        return True
+    return set(answering[:2]) == {side.passage_id for side in conflict.sides}  # the two best answers disagree
+
+
+def _note_of(passage_id: str) -> str:
+    return passage_id.split("#", 1)[0]
+
+
+def _mentions(query: str, value: Any) -> bool:
+    text = str(value).strip()
+    return bool(text) and re.search(rf"(?<![\w.]){re.escape(text)}(?![\w])", query, re.IGNORECASE) is not None
+
+
+def _by_authority(proposition: str, sides: Sequence[Candidate]) -> ConflictDraft:
+    top_level = max(c.facts.authority_level for c in sides)
+    at_top = [c for c in sides if c.facts.authority_level == top_level]
+    top_values = {value_key(c.facts.asserts[proposition]) for c in at_top}
+    if top_level > 0 and len(top_values) == 1:
+        # Lower-authority sides that agree with the winner corroborate it; only disagreeing ones lose.
+        losers = [c for c in sides if value_key(c.facts.asserts[proposition]) not in top_values]
+        return _draft(proposition, sides, "authority", at_top, losers)
+    return _draft(proposition, sides, "unresolved", [], [])
+
+
+def _draft(
+    proposition: str, sides: Sequence[Candidate], kind: str, winners: Sequence[Candidate], losers: Sequence[Candidate]
+) -> ConflictDraft:
+    def status(side: Candidate) -> str | None:  # as of the clock, like the evidence item's status
+        return SUPERSEDED if kind == "superseded" and side in losers else effective_status(side.facts)
+
+    return ConflictDraft(
+        proposition=proposition,
+        sides=tuple(
+            Side(
+                c.id,
+                c.path,
+                c.facts.asserts.get(proposition) if proposition != SUPERSESSION else status(c),
+                c.facts.authority,
+                status(c),
+            )
+            for c in sides
+        ),
+        kind=kind,
+        winners=tuple(c.id for c in winners),
+        losers=tuple(c.id for c in losers),
+    )
+
+
+def value_key(value: Any) -> str:
+    """Values compare as text, case and surrounding space ignored (``14`` equals ``"14"``)."""
+    return str(value).strip().lower()

@@ -1,0 +1,94 @@
+"""Step 2 of the policy: each note's standing as of the clock (validity window, status, supersession),
+and the current successor of a superseded candidate pulled in when the lanes missed it."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Mapping, Sequence
+
+from ..corpus.facts import NoteFacts
+from ..corpus.links import Edge, LinkGraph
+from ..store.records import StoredPassage
+from .candidates import DEPRECATED, DRAFT, EXPIRED, NOT_YET_VALID, REJECTED, SUPERSEDED, Candidate
+
+
+class Standing:
+    """Each note's standing as of the clock: admissible, or excluded with a reason."""
+
+    def __init__(self, as_of: dt.date, links: LinkGraph, facts_of: Mapping[str, NoteFacts]) -> None:
+        self.as_of = as_of.isoformat()
+        self.links = links
+        self.facts_of = facts_of
+        self._cache: dict[str, tuple[str | None, str]] = {}
+
+    def of(self, path: str) -> tuple[str | None, str]:
+        if path not in self._cache:
+            self._cache[path] = self._decide(path)
+        return self._cache[path]
+
+    def in_window(self, path: str) -> tuple[str | None, str]:
+        facts = self.facts_of.get(path, NoteFacts())
+        if facts.valid_from and self.as_of < facts.valid_from:
+            return NOT_YET_VALID, f"valid from {facts.valid_from}, after the clock {self.as_of}"
+        if facts.valid_to and self.as_of > facts.valid_to:
+            return EXPIRED, f"valid to {facts.valid_to}, before the clock {self.as_of}"
+        if facts.status in (DRAFT, DEPRECATED, REJECTED):
+            return facts.status, f"status {facts.status}"
+        return None, ""
+
+    def _decide(self, path: str) -> tuple[str | None, str]:
+        code, detail = self.in_window(path)
+        if code is not None:
+            return code, detail
+        named = self.successors(path, effective_only=False)
+        effective = self.successors(path)
+        if effective:
+            return SUPERSEDED, "superseded by " + ", ".join(edge.new for edge in effective)
+        if self.facts_of.get(path, NoteFacts()).status == SUPERSEDED and not named:
+            return SUPERSEDED, "status superseded; no successor note is visible"
+        return None, ""
+
+    def heirs(self, path: str) -> list[str]:
+        """The admissible notes at the end of ``path``'s supersession chains (A → B → C gives C)."""
+        found: list[str] = []
+        seen = {path}
+        queue = [edge.new for edge in self.successors(path)]
+        while queue:
+            successor = queue.pop(0)
+            if successor in seen:
+                continue
+            seen.add(successor)
+            code, _ = self.of(successor)
+            if code is None:
+                found.append(successor)
+            elif code == SUPERSEDED:
+                queue += [edge.new for edge in self.successors(successor)]
+        return found
+
+    def successors(self, path: str, effective_only: bool = True) -> list[Edge]:
+        """Visible notes that supersede ``path``; effective ones are themselves valid now."""
+        facts = self.facts_of.get(path, NoteFacts())
+        edges = [
+            edge
+            for edge in self.links.successors.get(path, ())
+            if edge.new in self.facts_of and (edge.revision is None or edge.revision == facts.revision)
+        ]
+        return [edge for edge in edges if self.in_window(edge.new)[0] is None] if effective_only else edges
+
+
+def with_successors(
+    candidates: Sequence[Candidate], standing: Standing, lead_passage: Callable[[str], StoredPassage | None]
+) -> list[Candidate]:
+    """Candidates, each superseded one followed by its current successor if the lanes missed it."""
+    present = {candidate.path for candidate in candidates}
+    out: list[Candidate] = []
+    for candidate in candidates:
+        out.append(candidate)
+        for heir in standing.heirs(candidate.path):
+            if heir in present:
+                continue
+            lead = lead_passage(heir)
+            if lead is not None:
+                present.add(heir)
+                out.append(Candidate(lead, 0.0, (), (), pulled_in_for=candidate.id))
+    return out
