@@ -20,7 +20,16 @@ from ..pipeline.requests import LANES
 from ..pipeline.workspace import Workspace
 from ..projections.chroma_client import ChromaSettings
 from .jsonl import read_jsonl
-from .suites import MANIFEST_FILE, SUITE_FILE, _read_json, check_manifest, implementation_hashes, sha256_file, versions
+from .suites import (
+    MANIFEST_FILE,
+    SUITE_FILE,
+    check_gates,
+    check_manifest,
+    implementation_hashes,
+    read_json,
+    sha256_file,
+    versions,
+)
 
 
 def run_abstention_suite(
@@ -32,12 +41,12 @@ def run_abstention_suite(
     """Ask every question; the receipt says which abstained, with what reason, and whether the gates held."""
     started = time.time()
     root = Path(suite_dir)
-    config = _read_json(root / SUITE_FILE)
+    config = read_json(root / SUITE_FILE)
     try:
         notes, questions_file, as_of = root / config["notes"], config["questions"], config["as_of"]
     except KeyError as exc:
         raise SuiteError(f"{root / SUITE_FILE}: missing setting {exc}") from exc
-    manifest = _read_json(root / MANIFEST_FILE).get("files", {})
+    manifest = read_json(root / MANIFEST_FILE).get("files", {})
     inputs = check_manifest(
         config.get("name", root.name),
         root,
@@ -72,10 +81,7 @@ def run_abstention_suite(
         "abstained_fraction": round(abstained / len(rows), 4) if rows else None,
         "reasons": dict(sorted(Counter(str(row["abstention_reason"]) for row in rows if row["abstained"]).items())),
     }
-    gates = {
-        name: {**gate, "value": metrics[name], "passed": metrics[name] is not None and metrics[name] >= gate["min"]}
-        for name, gate in config.get("gates", {}).items()
-    }
+    gates = check_gates(config.get("gates", {}), metrics)
     return {
         "kind": "abstention",
         "suite": config.get("name", root.name),

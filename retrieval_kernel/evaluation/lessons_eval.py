@@ -55,9 +55,9 @@ from .jsonl import read_jsonl
 from .suites import (
     MANIFEST_FILE,
     SUITE_FILE,
-    _read_json,
     check_manifest,
     implementation_hashes,
+    read_json,
     sha256_file,
     versions,
 )
@@ -90,11 +90,11 @@ class LessonsSuite:
 def load_lessons_suite(suite_dir: str | Path) -> LessonsSuite:
     """Read ``suite.json``, ``splits.json`` and (when present) ``manifest.json``."""
     root = Path(suite_dir)
-    config = _read_json(root / SUITE_FILE)
+    config = read_json(root / SUITE_FILE)
     manifest_path = root / MANIFEST_FILE
-    manifest = _read_json(manifest_path).get("files", {}) if manifest_path.exists() else {}
+    manifest = read_json(manifest_path).get("files", {}) if manifest_path.exists() else {}
     try:
-        splits = _read_json(root / config.get("splits", SPLITS_FILE))
+        splits = read_json(root / config.get("splits", SPLITS_FILE))
         suite = LessonsSuite(
             root=root,
             name=str(config["name"]),

@@ -32,7 +32,7 @@ from ..pipeline.requests import LANES
 from ..pipeline.workspace import Workspace
 from ..projections.chroma_client import ChromaSettings
 from .jsonl import read_jsonl
-from .suites import MANIFEST_FILE, SUITE_FILE, _gates, _read_json, implementation_hashes, verify_frozen, versions
+from .suites import MANIFEST_FILE, SUITE_FILE, check_gates, implementation_hashes, read_json, verify_frozen, versions
 
 QUESTION_KEYS = (
     "id",
@@ -76,8 +76,8 @@ class PolicySuite:
 
 def load_policy_suite(suite_dir: str | Path) -> PolicySuite:
     root = Path(suite_dir)
-    config = _read_json(root / SUITE_FILE)
-    manifest = _read_json(root / MANIFEST_FILE).get("files", {})
+    config = read_json(root / SUITE_FILE)
+    manifest = read_json(root / MANIFEST_FILE).get("files", {})
     try:
         questions = root / config.get("questions", "questions.jsonl")
         return PolicySuite(
@@ -137,7 +137,7 @@ def run_policy_suite(
             if progress:
                 progress(f"{question['id']}: {rows[-1]['outcome']}")
     metrics = _metrics(rows)
-    gates = _gates(suite.gates, metrics)
+    gates = check_gates(suite.gates, metrics)
     return {
         "kind": "policy",
         "suite": suite.name,

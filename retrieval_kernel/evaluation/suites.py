@@ -75,8 +75,8 @@ class Suite:
 def load_suite(suite_dir: str | Path, questions: str | Path | None = None) -> Suite:
     """Read ``suite.json`` and ``manifest.json``; ``questions`` overrides the question file."""
     root = Path(suite_dir)
-    config = _read_json(root / SUITE_FILE)
-    manifest = _read_json(root / MANIFEST_FILE).get("files", {})
+    config = read_json(root / SUITE_FILE)
+    manifest = read_json(root / MANIFEST_FILE).get("files", {})
     try:
         caps = tuple(int(c) for c in config["caps"])
         suite = Suite(
@@ -102,7 +102,7 @@ def load_suite(suite_dir: str | Path, questions: str | Path | None = None) -> Su
 
 def suite_kind(suite_dir: str | Path) -> str:
     """``"retrieval"`` (the workshop study format) or what ``suite.json`` declares as ``kind``."""
-    return str(_read_json(Path(suite_dir) / SUITE_FILE).get("kind", "retrieval"))
+    return str(read_json(Path(suite_dir) / SUITE_FILE).get("kind", "retrieval"))
 
 
 def load_questions(path: Path) -> list[Question]:
@@ -122,7 +122,8 @@ def load_questions(path: Path) -> list[Question]:
     return questions
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def read_json(path: Path) -> dict[str, Any]:
+    """A suite's JSON file (settings, manifest) as an object, or ``SuiteError`` naming the file."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
@@ -201,7 +202,7 @@ def run_suite(
         rows = [_run_question(suite, workspace, q, progress) for q in question_list]
     lane_config = {lane["name"]: lane["score_basis"] for row in rows for lane in row["lanes"]}
     metrics = _metrics(suite, rows)
-    gates = _gates(suite.gates, metrics)
+    gates = check_gates(suite.gates, metrics)
     return {
         "suite": suite.name,
         "started_at": dt.datetime.fromtimestamp(started, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -373,7 +374,8 @@ def _per_query_mean(measure: Any, qrels: dict[str, dict[str, int]], run: dict[st
     return sum(values.get(qid, 0.0) for qid in qrels) / len(qrels)
 
 
-def _gates(declared: dict[str, dict[str, float]], metrics: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def check_gates(declared: dict[str, dict[str, float]], metrics: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each declared gate (``min`` and/or ``max``) with the metric's value and whether it held."""
     gates: dict[str, dict[str, Any]] = {}
     for name, rule in sorted(declared.items()):
         if name not in metrics:

@@ -183,8 +183,12 @@ class Judgement:
     @property
     def out_of_scope(self) -> bool:
         """Whether a passage outside the caller's scopes would answer far better than anything visible."""
-        visible = max(self.probabilities.values(), default=0.0)
-        return self.hidden_best >= self.floor and visible < OUT_OF_REACH * self.hidden_best
+        return self.out_of_reach(max(self.probabilities.values(), default=0.0), self.hidden_best)
+
+    def out_of_reach(self, usable: float, barred: float) -> bool:
+        """Whether evidence the caller may not use (``barred``) answers and what it may use answers under
+        ``OUT_OF_REACH`` of it: a stand-in is not an answer."""
+        return barred >= self.floor and usable < OUT_OF_REACH * barred
 
     def answers(self, candidate: Candidate) -> bool:
         """Whether ``candidate`` (or the candidate a pulled-in successor stands for) answers the question."""
@@ -248,54 +252,48 @@ class Judge:
         self, query: str, passages: Sequence[StoredPassage], runs: Mapping[str, LaneRun], unseen: Unseen
     ) -> float:
         """The best passage probability among ``passages`` outside the caller's scopes (judged, never shown)."""
-        if not passages:
-            return 0.0
-        pair = self.models.for_runs(runs)
-        idf, absent = self._idf(content_terms(query), unseen)
         dense = runs.get("dense")
-        shadow = dense.shadow if dense is not None else {}
-        seen = dense.seen if dense is not None else {}
-        background = statistics.median(seen.values()) if seen else 0.0
-        floor = min(seen.values()) if seen else 0.0
-        ran = [name for name in ("lexical", "dense") if name in runs and runs[name].report.status != "unavailable"]
-        best = 0.0
-        for stored in passages:
-            pid = stored.passage.id
-            words = _words(stored)
-            cosine = shadow.get(pid, floor)
-            signals = Signals(
-                _share(idf, words),
-                _rare_miss(idf, words),
-                round(cosine, 4),
-                round(cosine - background, 4),
-                float(all(pid in runs[name].shadow for name in ran)),
-                self._intro(stored),
-                _share(idf, absent),
-            )
-            best = max(best, pair.passage.probability(vars(signals)))
-        return round(best, 4)
+        cosines = dense.shadow if dense is not None else {}
+        found = self._signals(query, passages, runs, cosines, [set(run.shadow) for run in _ran(runs)], unseen)
+        passage = self.models.for_runs(runs).passage
+        return round(max((passage.probability(vars(s)) for s in found.values()), default=0.0), 4)
 
     def signals(
         self, query: str, candidates: Sequence[Candidate], runs: Mapping[str, LaneRun], unseen: Unseen | None = None
     ) -> dict[str, Signals]:
+        dense = runs.get("dense")
+        cosines = dense.seen if dense is not None else {}
+        proposed = [{pid for pid, _ in run.ranking} for run in _ran(runs)]
+        return self._signals(query, [c.stored for c in candidates], runs, cosines, proposed, unseen)
+
+    def _signals(
+        self,
+        query: str,
+        passages: Sequence[StoredPassage],
+        runs: Mapping[str, LaneRun],
+        cosines: Mapping[str, float],
+        proposed: Sequence[set[str]],
+        unseen: Unseen | None,
+    ) -> dict[str, Signals]:
+        """Each passage's signals; ``cosines`` are its dense scores, ``proposed`` what each lane that ran proposed."""
         idf, absent = self._idf(content_terms(query), unseen)
         unknown = _share(idf, absent)
         dense = runs.get("dense")
         seen = dense.seen if dense is not None else {}
         background = statistics.median(seen.values()) if seen else 0.0
         floor = min(seen.values()) if seen else 0.0  # a passage the dense pool did not reach is below its last
-        proposers = _proposers(runs)
         out: dict[str, Signals] = {}
-        for candidate in candidates:
-            words = _words(candidate.stored)
-            cosine = seen.get(candidate.id, floor)
-            out[candidate.id] = Signals(
+        for stored in passages:
+            pid = stored.passage.id
+            words = _words(stored)
+            cosine = cosines.get(pid, floor)
+            out[pid] = Signals(
                 coverage=_share(idf, words),
                 rare_miss=_rare_miss(idf, words),
                 cosine=round(cosine, 4),
                 margin=round(cosine - background, 4),
-                agreement=float(all(candidate.id in ids for ids in proposers)),
-                intro=self._intro(candidate.stored),
+                agreement=float(all(pid in ids for ids in proposed)),
+                intro=self._intro(stored),
                 unknown=unknown,
             )
         return out
@@ -321,10 +319,9 @@ class Judge:
         return weights, absent
 
 
-def _proposers(runs: Mapping[str, LaneRun]) -> list[set[str]]:
-    """What each of the lexical and dense lanes that ran proposed (a lane not run is no vote against)."""
-    ran = [runs[name] for name in ("lexical", "dense") if name in runs and runs[name].report.status != "unavailable"]
-    return [{pid for pid, _ in run.ranking} for run in ran]
+def _ran(runs: Mapping[str, LaneRun]) -> list[LaneRun]:
+    """The lexical and dense lanes that ran (a lane not run is no vote against agreement)."""
+    return [runs[name] for name in ("lexical", "dense") if name in runs and runs[name].report.status != "unavailable"]
 
 
 def _words(stored: StoredPassage) -> set[str]:

@@ -34,7 +34,7 @@ from typing import Any
 from ..corpus.facts import NoteFacts
 from ..corpus.links import LinkGraph
 from ..store.records import StoredPassage
-from .answerability import OUT_OF_REACH, Judgement
+from .answerability import Judgement
 from .candidates import (
     BEYOND_TOP,
     COUNTER,
@@ -134,8 +134,7 @@ def _out_of_reach(
     invalid = best(
         [e.candidate for e in excluded if e.code in VALIDITY_CODES and e.code != SUPERSEDED]
     )  # a successor answers
-    barred = max(invalid, judged.hidden_best)
-    if barred < judged.floor or usable >= OUT_OF_REACH * barred:
+    if not judged.out_of_reach(usable, max(invalid, judged.hidden_best)):
         return None
     return FILTERED_BY_VALIDITY if invalid >= judged.hidden_best else FILTERED_BY_SCOPE
 

@@ -12,6 +12,7 @@ from ..projections.lexical import analyze
 from ..store.indexing import StandingWarnings
 from ..store.records import RecordStore
 from ..store.refresh import RefreshOutcome
+from .answerability import Unseen
 from .candidates import visible
 
 
@@ -24,6 +25,11 @@ class ScopeView:
     links: LinkGraph
     hidden_paths: frozenset[str] = frozenset()
     hidden_terms: Mapping[str, int] = field(default_factory=dict)  # term -> hidden passages holding it
+
+    @property
+    def unseen(self) -> Unseen:
+        """What the hidden passages add to the index's statistics (judging takes it back out)."""
+        return Unseen(len(self.hidden), self.hidden_terms)
 
     @property
     def all_paths(self) -> frozenset[str]:

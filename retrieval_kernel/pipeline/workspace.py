@@ -31,7 +31,7 @@ from .abstention import (
     ABSTAIN_UNDERSPECIFIED,
     abstention_reason,
 )
-from .answerability import POOL_JUDGED, Judge, Judgement, Signals, Unseen
+from .answerability import POOL_JUDGED, Judge, Judgement, Signals
 from .assembly import assemble
 from .candidates import DEFAULT_INTENT, SCOPE, Candidate, Request, Selection
 from .freshness import parse_as_of
@@ -280,11 +280,9 @@ class Workspace(Upkeep):
         self, query: str, scopes: Sequence[str] | str | None = None, lanes: Sequence[str] | None = None
     ) -> list[tuple[Candidate, Signals]]:
         """The leading candidates for ``query`` with their answerability signals (for calibration and studies)."""
-        view = self._scope_view(checked_scopes(scopes))
-        chosen = [lane for lane in (checked_lanes(lanes) if lanes is not None else self.lanes) if lane in self.lanes]
-        runs = self.run_lanes(checked_query(query), chosen, hidden=view.hidden)
+        runs, view = self._caller_runs(query, lanes, scopes)
         ranked = self.rank(runs)[:POOL_JUDGED]
-        found = self.judge.signals(query, ranked, runs, Unseen(len(view.hidden), view.hidden_terms))
+        found = self.judge.signals(query, ranked, runs, view.unseen)
         return [(candidate, found[candidate.id]) for candidate in ranked]
 
     def _outline(self, path: str) -> tuple[tuple[str, ...], ...]:
@@ -299,7 +297,7 @@ class Workspace(Upkeep):
     def _judge(self, query: str, ranked: list[Candidate], runs: dict[str, LaneRun], view: ScopeView) -> Judgement:
         """How likely the candidates answer, from what the caller may see; passages outside the caller's
         scopes are judged too (only to say that the answer is out of scope), never shown."""
-        unseen = Unseen(len(view.hidden), view.hidden_terms)
+        unseen = view.unseen
         judgement = self.judge.judge(query, ranked, runs, unseen)
         hidden = sorted(frozenset().union(*(run.hidden for run in runs.values())))
         if not hidden:
@@ -311,9 +309,15 @@ class Workspace(Upkeep):
         self, query: str, lanes: Sequence[str] | None = None, scopes: Sequence[str] | str | None = None
     ) -> list[Candidate]:
         """Candidates for ``query`` from the chosen lanes, fused (no policy, no packet): for selectors and studies."""
+        return self.rank(self._caller_runs(query, lanes, scopes)[0])
+
+    def _caller_runs(
+        self, query: str, lanes: Sequence[str] | None, scopes: Sequence[str] | str | None
+    ) -> tuple[dict[str, LaneRun], ScopeView]:
+        """The chosen lanes (those this workspace has) run for a caller with ``scopes``, and its view."""
         view = self._scope_view(checked_scopes(scopes))
         chosen = [lane for lane in (checked_lanes(lanes) if lanes is not None else self.lanes) if lane in self.lanes]
-        return self.rank(self.run_lanes(checked_query(query), chosen, hidden=view.hidden))
+        return self.run_lanes(checked_query(query), chosen, hidden=view.hidden), view
 
     def _scope_view(self, scopes: frozenset[str]) -> ScopeView:
         """The notes a caller with ``scopes`` may see, and their links (cached per change-log state)."""
