@@ -51,12 +51,14 @@ def workshop(workshop_notes: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 
 def test_the_fitted_models_are_complete_and_say_where_they_came_from() -> None:
     data = json.loads(MODEL_FILE.read_text(encoding="utf-8"))
-    assert "policy-holdout3" not in json.dumps(data["sources"])  # never fitted on the holdout
+    sources = json.dumps(data["sources"])
+    assert "policy-holdout4" not in sources and "workshop-probes2" not in sources  # never fitted on the holdouts
     for lanes in ("hybrid", "lexical"):
         pair = data[lanes]
         assert set(pair["question"]["features"]) <= set(QUESTION_FEATURES)
         assert set(pair["passage"]["features"]) <= set(PASSAGE_FEATURES)
         assert 0 < pair["question"]["threshold"] < 1 and 0 < pair["passage"]["threshold"] < 1
+        assert pair["passage"]["threshold"] <= pair["passage"]["reach"] < 1  # out of reach needs a stronger answer
         bins = pair["calibration"]["reliability_questions"]
         assert sum(b["count"] for b in bins) == sum(k["questions"] for k in pair["calibration"]["questions"].values())
     assert "dense" not in " ".join(data["lexical"]["question"]["features"] + data["lexical"]["passage"]["features"])

@@ -107,12 +107,14 @@ def question_features(ranked: Sequence[Signals]) -> dict[str, float]:
 
 @dataclass(frozen=True)
 class Model:
-    """A logistic model: weights by feature name, bias, and its decision threshold."""
+    """A logistic model: weights by feature name, bias, its decision threshold, and (passage model) the
+    stricter probability at which a passage the caller may not use counts as answering."""
 
     features: tuple[str, ...]
     weights: tuple[float, ...]
     bias: float
     threshold: float
+    reach: float = 0.0
 
     def probability(self, values: Mapping[str, float]) -> float:
         z = self.bias + sum(w * float(values[name]) for w, name in zip(self.weights, self.features, strict=True))
@@ -120,7 +122,9 @@ class Model:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Model:
-        return cls(tuple(data["features"]), tuple(data["weights"]), float(data["bias"]), float(data["threshold"]))
+        threshold = float(data["threshold"])
+        reach = float(data.get("reach", threshold))
+        return cls(tuple(data["features"]), tuple(data["weights"]), float(data["bias"]), threshold, reach)
 
 
 @dataclass(frozen=True)
@@ -163,6 +167,8 @@ class Judgement:
     floor: float  # a passage below this is not admitted
     hidden_best: float = 0.0  # the best probability among passages outside the caller's scopes (never shown)
     orders: bool = False  # whether the passage probabilities are good enough to order evidence by (with dense)
+    unknown: float = 0.0  # the idf-weighted share of the question's words that no visible passage holds
+    reach: float = 0.0  # a passage the caller may not use answers from this probability (at least ``floor``)
 
     @classmethod
     def unjudged(cls) -> Judgement:
@@ -188,7 +194,7 @@ class Judgement:
     def out_of_reach(self, usable: float, barred: float) -> bool:
         """Whether evidence the caller may not use (``barred``) answers and what it may use answers under
         ``OUT_OF_REACH`` of it: a stand-in is not an answer."""
-        return barred >= self.floor and usable < OUT_OF_REACH * barred
+        return barred >= max(self.floor, self.reach) and usable < OUT_OF_REACH * barred
 
     def answers(self, candidate: Candidate) -> bool:
         """Whether ``candidate`` (or the candidate a pulled-in successor stands for) answers the question."""
@@ -246,7 +252,16 @@ class Judge:
         # Without the dense lane the passage model sees words only: it decides admission, but ordering
         # by it put the wrong note first on 2 of the 20 workshop questions that fused rank gets right.
         ordered = pair is self.models.hybrid
-        return Judgement(confidence, pair.question.threshold, probabilities, pair.passage.threshold, orders=ordered)
+        unknown = leading[0].unknown if leading else 0.0
+        return Judgement(
+            confidence,
+            pair.question.threshold,
+            probabilities,
+            pair.passage.threshold,
+            orders=ordered,
+            unknown=unknown,
+            reach=pair.passage.reach,
+        )
 
     def hidden_best(
         self, query: str, passages: Sequence[StoredPassage], runs: Mapping[str, LaneRun], unseen: Unseen

@@ -4,7 +4,7 @@ and whether an unresolved conflict is what the question is about (only then does
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -97,8 +97,9 @@ def mark_blocking(
             replace(c, blocking=c.kind == "unresolved" and any(side.path in leading for side in c.sides))
             for c in conflicts
         ]
-    admissible = {c.id for c in eligible}
-    return [replace(c, blocking=c.kind == "unresolved" and _about(c, judged, query, admissible)) for c in conflicts]
+    admissible = {c.id: c for c in eligible}
+    about = _about if judged.answerable else _contested_lead
+    return [replace(c, blocking=c.kind == "unresolved" and about(c, judged, query, admissible)) for c in conflicts]
 
 
 UNIT_WORDS = frozenset(
@@ -107,12 +108,15 @@ UNIT_WORDS = frozenset(
         "min number amount limit value rate total interval"
     )
 )
+CONTESTED_LEAD = 3  # an unanswered question is about a conflict whose stating passages are all among this many
+FOREIGN = 0.5  # ... unless this much of it (idf-weighted) is words no note holds: then it asks about something else
 
 
-def _about(conflict: ConflictDraft, judged: Judgement, query: str, admissible: set[str]) -> bool:
+def _about(conflict: ConflictDraft, judged: Judgement, query: str, admissible: Mapping[str, Candidate]) -> bool:
     """Whether the question asks about the contested proposition, not only about a note that states it.
 
-    A side's note must be among the two admissible notes that answer best. Then the question is about the
+    A side's note must be among the two admissible notes that answer best, and the side note's best
+    answer must not be a passage stating another of its facts instead. Then the question is about the
     conflict when it names what the proposition asserts (the last word of its key that is not a
     unit: ``window`` in ``refund_window_days``, ``retries`` in ``order_events_max_retries``), or
     when the best answer is a side's and the question names a side's value, or when the two best
@@ -123,6 +127,9 @@ def _about(conflict: ConflictDraft, judged: Judgement, query: str, admissible: s
     leading_notes = list(dict.fromkeys(_note_of(pid) for pid in answering))[:2]
     if not notes & set(leading_notes):
         return False
+    best_side = admissible[next(pid for pid in answering if _note_of(pid) in notes)]
+    if _states_other_fact(best_side, conflict.proposition):
+        return False  # "what does a day in the long stay cost" asks the note's rate, not its contested stay
     key = [
         term
         for term in content_terms(conflict.proposition.replace("_", " ").replace(".", " "))
@@ -132,7 +139,42 @@ def _about(conflict: ConflictDraft, judged: Judgement, query: str, admissible: s
         return True
     if leading_notes[0] in notes and any(_mentions(query, side.value) for side in conflict.sides):
         return True
-    return set(answering[:2]) == {side.passage_id for side in conflict.sides}  # the two best answers disagree
+    stating = _stating_passages(conflict, admissible)
+    return len(stating) == len(conflict.sides) and set(answering[:2]) == stating  # the two best answers disagree
+
+
+def _contested_lead(
+    conflict: ConflictDraft, judged: Judgement, query: str, admissible: Mapping[str, Candidate]
+) -> bool:
+    """For a question nothing answers confidently: whether the passages stating the conflict's values are
+    all among the few most probable answers (two notes that disagree are what the question finds first),
+    and the question is mostly in the notes' own words (a question about CCTV footage is not about how
+    long a car may stay, however close the two sound)."""
+    if judged.unknown >= FOREIGN:
+        return False
+    stating = _stating_passages(conflict, admissible)
+    if len(stating) != len(conflict.sides):
+        return False
+    ranked = sorted(judged.probabilities, key=lambda pid: (-judged.probabilities[pid], pid))  # excluded ones too
+    return stating <= set(ranked[:CONTESTED_LEAD])
+
+
+def _stating_passages(conflict: ConflictDraft, admissible: Mapping[str, Candidate]) -> set[str]:
+    """The sides' passages that state their value in their text (a side shown by a fallback passage does not)."""
+    return {
+        side.passage_id
+        for side in conflict.sides
+        if side.passage_id in admissible and _mentions(admissible[side.passage_id].stored.passage.text, side.value)
+    }
+
+
+def _states_other_fact(candidate: Candidate, proposition: str) -> bool:
+    """Whether the passage states another fact its note asserts, and not ``proposition``'s value."""
+    asserts = candidate.facts.asserts
+    text = candidate.stored.passage.text
+    if proposition in asserts and _mentions(text, asserts[proposition]):
+        return False
+    return any(_mentions(text, value) for key, value in asserts.items() if key != proposition)
 
 
 def _note_of(passage_id: str) -> str:

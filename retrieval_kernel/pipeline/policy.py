@@ -124,8 +124,8 @@ def _out_of_reach(
 ) -> str | None:
     """``filtered_by_validity`` / ``filtered_by_scope`` when the best answer may not be used and what may
     be used answers far worse (below OUT_OF_REACH of it): a stand-in is not an answer."""
-    if not judged.judged or blocking:
-        return None
+    if not judged.judged or (blocking and judged.answerable):
+        return None  # a conflict the answer is about is shown, not hidden behind a stand-in
 
     def best(candidates: Sequence[Candidate]) -> float:
         return max((judged.of(c.pulled_in_for or c.id) or 0.0 for c in candidates), default=0.0)
