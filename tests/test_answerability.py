@@ -5,19 +5,25 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
 
 from retrieval_kernel import Workspace
+from retrieval_kernel.corpus.facts import NoteFacts
 from retrieval_kernel.pipeline.answerability import (
     MODEL_FILE,
     PASSAGE_FEATURES,
     QUESTION_FEATURES,
+    Judgement,
     content_terms,
     load_models,
 )
+from retrieval_kernel.pipeline.candidates import ConflictDraft, Side
+from retrieval_kernel.pipeline.conflicts import mark_blocking
 
 AS_OF = "2026-11-30"
 FAST = ("identity", "lexical")
@@ -161,3 +167,70 @@ def test_the_answering_section_beats_the_notes_introduction(workshop: Workspace)
     assert packet.evidence[0].heading == "Replanning after a slip"
     intro = [e for e in packet.evidence if e.heading == "Delivery planning"]
     assert not intro or packet.evidence.index(intro[0]) > 0
+
+
+CAR_PARKS = {
+    "car-park.md": md(
+        "Terminal car park",
+        {
+            "Maximum stay": "Cars may stay in the long stay car park for up to 14 days.",
+            "Charges": "A day in the long stay car park costs EUR 6, paid at the machine.",
+        },
+        id="car-park",
+        authority="authoritative",
+        asserts={"long_stay_max_days": 14, "car_park_daily_rate_eur": 6},
+    ),
+    "bylaws.md": md(
+        "Port bylaws",
+        {
+            "Abandoned vehicles": "A car left in the long stay car park for more than 21 days counts as abandoned.",
+            "Speed": "The speed limit inside the port is 10 km/h.",
+        },
+        id="bylaws",
+        authority="authoritative",
+        asserts={"long_stay_max_days": 21, "port_speed_limit_kmh": 10},
+    ),
+}
+
+
+def test_a_question_naming_the_contested_subject_but_asking_another_fact_is_answered(tmp_path: Path) -> None:
+    # "long stay" names the contested key's words, but the answer is the note's daily rate.
+    with workspace(tmp_path, CAR_PARKS) as ws:
+        rate = ws.query("How much does a day in the long stay car park cost?", as_of=AS_OF)
+        stay = ws.query("For how many days may a car stay in the long stay car park?", as_of=AS_OF)
+    assert not rate.abstained and rate.evidence[0].id == "car-park#charges"
+    assert [(c.proposition, c.resolution) for c in rate.conflicts] == [("long_stay_max_days", "unresolved")]
+    assert stay.abstention_reason == "unresolved_conflict"
+
+
+def _passage(pid: str, text: str, **asserts: object) -> SimpleNamespace:
+    passage = SimpleNamespace(text=text)
+    return SimpleNamespace(id=pid, stored=SimpleNamespace(passage=passage), facts=NoteFacts(asserts=asserts))
+
+
+def _blocks(conflict: ConflictDraft, judged: Judgement, eligible: list[SimpleNamespace]) -> bool:
+    (marked,) = mark_blocking([conflict], eligible, judged, "")  # type: ignore[arg-type]
+    return marked.blocking
+
+
+def _tie(first: str, second: str) -> ConflictDraft:
+    sides = (Side(first, "a.md", 14, "authoritative", None), Side(second, "b.md", 16, "authoritative", None))
+    return ConflictDraft("minor_min_age", sides, "unresolved")
+
+
+def test_an_unanswered_question_led_by_both_stating_passages_is_about_the_conflict() -> None:
+    eligible = [
+        _passage("a#children", "Children of 14 or over may travel alone.", minor_min_age=14),
+        _passage("b#young", "Passengers under 16 must travel with an adult.", minor_min_age=16),
+        _passage("a#pets", "Dogs travel on the open deck.", minor_min_age=14),
+        _passage("b#complaints", "Written complaints are answered within 10 working days.", minor_min_age=16),
+    ]
+    probabilities = {"a#children": 0.05, "b#young": 0.04, "a#pets": 0.03, "b#complaints": 0.01}
+    unsure = Judgement(0.1, 0.35, probabilities, 0.02)
+    assert _blocks(_tie("a#children", "b#young"), unsure, eligible)
+    # A side shown by a fallback passage that does not state its value is no evidence that the question is about it.
+    assert not _blocks(_tie("a#children", "b#complaints"), unsure, eligible)
+    # Mostly words no note holds (a question about something else that sounds close): not about the conflict.
+    assert not _blocks(_tie("a#children", "b#young"), replace(unsure, unknown=0.6), eligible)
+    behind = Judgement(0.1, 0.35, {**probabilities, "b#young": 0.001}, 0.02)  # a stating passage is not in the lead
+    assert not _blocks(_tie("a#children", "b#young"), behind, eligible)
