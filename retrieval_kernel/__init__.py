@@ -38,9 +38,11 @@ from .errors import (
     RefreshBusyError,
     RefreshTimeoutError,
     RetrievalKernelError,
+    ScopeError,
     StaleCollectionError,
     StoreError,
     SuiteError,
+    UnknownPassageError,
 )
 from .output.grounding import check_grounding
 from .output.packet import Budget, Conflict, Evidence, Packet
@@ -84,10 +86,12 @@ __all__ = [
     "RejectedCandidate",
     "RetrievalKernelError",
     "RuleSelector",
+    "ScopeError",
     "SelectedRecord",
     "StaleCollectionError",
     "StoreError",
     "SuiteError",
+    "UnknownPassageError",
     "Workspace",
     "__version__",
     "check_grounding",

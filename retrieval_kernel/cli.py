@@ -297,7 +297,19 @@ def _bench(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _mcp(args: argparse.Namespace) -> int:
+    from .agents.mcp_server import parse_http, serve  # the SDK loads only here: other commands start cold faster
+    from .agents.service import EvidenceService, ServerConfig
+
+    http = parse_http(args.http) if args.http else None
+    s = _settings(store_dir=args.store, as_of=args.as_of, scope=args.scope, chroma=args.chroma)
+    config = ServerConfig(args.notes, s.store_dir, frozenset(s.scopes), s.as_of, checked_lanes(args.lanes), s.chroma)
+    serve(EvidenceService(config), http)
+    return EXIT_OK
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "mcp": _mcp,
     "bench": _bench,
     "index": _index,
     "query": _query,
@@ -391,6 +403,15 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="measure speed and memory against bm25s and numpy references")
     bench.add_argument("--passages", default="10000", help="comma-separated corpus sizes (default 10000)")
     bench.add_argument("--output", type=Path, required=True, help="where to write BENCH.json")
+
+    mcp = sub.add_parser("mcp", help="serve packets to agents over MCP (stdio; Streamable HTTP with --http)")
+    mcp.add_argument("--notes", type=Path, required=True, help="notes folder")
+    mcp.add_argument("--store", type=Path)
+    mcp.add_argument("--scope", help="the most a client sees, comma-separated ('*' sees every note); calls may narrow")
+    mcp.add_argument("--as-of", help="default clock for source ages, YYYY-MM-DD (default: today, UTC)")
+    mcp.add_argument("--lanes", default=",".join(LANES), help="comma-separated lanes (default: all)")
+    mcp.add_argument("--http", metavar="HOST:PORT", help="serve Streamable HTTP (host default 127.0.0.1)")
+    mcp.add_argument("--chroma", help=CHROMA_HELP)
 
     check = sub.add_parser("serve-check", help="check a Chroma server: heartbeat, version, collections, a probe")
     check.add_argument("url", help="the server, e.g. http://localhost:8000")

@@ -10,6 +10,8 @@
     │   │   └── BudgetTooSmallError      limit below the size of an empty packet
     │   ├── DateError                    an as-of date that does not parse
     │   ├── NotesDirError                notes root missing or not a directory
+    │   ├── ScopeError                   a call asked for scopes wider than its server's
+    │   ├── UnknownPassageError          no passage (or note) with that id is visible to the caller
     │   └── ChromaConfigError            a malformed Chroma URL, tenant, database or prefix
     ├── NoteError                        one note cannot be read (others still index)
     │   ├── NoteDecodeError              file is not valid UTF-8
@@ -67,6 +69,14 @@ class DateError(InputError):
 
 class NotesDirError(InputError):
     """The notes root does not exist or is not a directory."""
+
+
+class ScopeError(InputError):
+    """A call asked for scopes wider than the ones its server was launched with (it may only narrow them)."""
+
+
+class UnknownPassageError(InputError):
+    """No passage or note with that id is visible to the caller (hidden ones are reported the same way)."""
 
 
 class NoteError(RetrievalKernelError):

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import BudgetError
+from .instructions import EVIDENCE_NOTICE, instruction_cue
 
 if TYPE_CHECKING:
     import pandas
@@ -23,7 +24,7 @@ DEFAULT_BUDGET_UNIT: BudgetUnit = "chars"
 DEFAULT_BUDGET_LIMIT = 20_000
 MIN_BUDGET = 1_000
 MAX_BUDGET = 1_000_000
-PACKET_VERSION = 3  # 3: "confidence", the answerability decision's probability
+PACKET_VERSION = 4  # 3: "confidence"; 4: "evidence_notice" and each item's "instruction_like"/"instruction_cue"
 MAX_LISTED_EXCLUSIONS = 20  # excluded items named in the packet; the counts cover all of them
 
 
@@ -106,6 +107,11 @@ class Evidence:
     duplicates: tuple[str, ...] = ()
     scope: tuple[str, ...] = ()  # the audience the note speaks for; empty = everyone
 
+    @property
+    def instruction_cue(self) -> str | None:
+        """The cue that makes the excerpt read like an instruction to an agent (see output.instructions)."""
+        return instruction_cue(self.excerpt)
+
 
 @dataclass(frozen=True)
 class ConflictSide:
@@ -171,6 +177,7 @@ class Packet:
         """The packet as plain JSON-ready data, keys in contract order."""
         return {
             "packet_version": PACKET_VERSION,
+            "evidence_notice": EVIDENCE_NOTICE,
             "trace_id": self.trace_id,
             "query": self.query,
             "as_of": self.as_of,
@@ -286,6 +293,8 @@ def evidence_dict(item: Evidence) -> dict[str, Any]:
         "score": item.score,
         "reason": item.reason,
         "truncated": item.truncated,
+        "instruction_like": (cue := item.instruction_cue) is not None,
+        "instruction_cue": cue,
     }
 
 
