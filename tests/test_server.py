@@ -258,8 +258,8 @@ def test_two_record_stores_sharing_a_prefix_never_mix(server: LocalServer, tmp_p
             meta = {c.name: c.metadata for c in client.list_collections() if c.name.startswith("shared-")}
         assert meta["shared-passages_v1"][META_STORE] == first.records.store_identity()
         assert meta["shared-passages_v2"][META_STORE] == second.records.store_identity()
-        assert [i.id for i in first.query("sourdough bread", as_of=AS_OF, lanes=["dense"]).evidence] == []
-        assert [i.id for i in second.query("sourdough bread", as_of=AS_OF, lanes=["dense"]).evidence] == ["bread#dough"]
+        assert [i.id for i in first.query("knead sourdough", as_of=AS_OF, lanes=["dense"]).evidence] == []
+        assert [i.id for i in second.query("knead sourdough", as_of=AS_OF, lanes=["dense"]).evidence] == ["bread#dough"]
 
 
 def test_a_tenant_database_keeps_collections_out_of_the_default_one(server: LocalServer, tmp_path: Path) -> None:
