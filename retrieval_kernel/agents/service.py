@@ -220,8 +220,7 @@ class EvidenceService:
         """Lanes, projection state, lag and the last refresh, counting only the notes the server may show."""
         full = workspace.status()
         documents = workspace.records.documents()
-        shown = [doc for doc in documents.values() if visible(doc.facts, self.scopes)]
-        hidden_paths = [path for path in documents if not visible(documents[path].facts, self.scopes)]
+        hidden_paths = [path for path, doc in documents.items() if not visible(doc.facts, self.scopes)]
         last = full["last_refresh"]
         return {
             "notes_dir": str(workspace.notes_dir),
@@ -233,7 +232,7 @@ class EvidenceService:
                 {"name": lane, "status": "ok" if reason is None else "unavailable", "reason": reason}
                 for lane, reason in workspace.lane_availability().items()
             ],
-            "notes": len(shown),
+            "notes": len(documents) - len(hidden_paths),
             "pending_notes": full["pending_notes"],
             "projections": [
                 {key: _unnamed(value, hidden_paths) for key, value in projection.items()}

@@ -8,7 +8,6 @@ checked against the suite's frozen manifest before anything runs.
 from __future__ import annotations
 
 import datetime as dt
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -17,7 +16,6 @@ from typing import Any
 
 from ..errors import SuiteError
 from ..pipeline.requests import LANES
-from ..pipeline.workspace import Workspace
 from ..projections.chroma_client import ChromaSettings
 from .jsonl import read_jsonl
 from .suites import (
@@ -26,6 +24,7 @@ from .suites import (
     check_gates,
     check_manifest,
     implementation_hashes,
+    indexed_workspace,
     read_json,
     sha256_file,
     versions,
@@ -54,11 +53,7 @@ def run_abstention_suite(
         lambda: {questions_file: sha256_file(root / questions_file)},
     )
     questions = [row for _, row in read_jsonl(root / questions_file)]
-    with (
-        tempfile.TemporaryDirectory(prefix="rk-abstain-") as scratch,
-        Workspace(notes, Path(scratch), lanes=lanes, chroma=chroma) as workspace,
-    ):
-        workspace.index()
+    with indexed_workspace(notes, None, lanes, chroma) as workspace:
         rows = []
         for question in questions:
             packet = workspace.query(question["question"], as_of=as_of, refresh=False)
@@ -68,7 +63,7 @@ def run_abstention_suite(
                     "question": question["question"],
                     "abstained": packet.abstained,
                     "abstention_reason": packet.abstention_reason,
-                    "confidence": getattr(packet, "confidence", None),  # packets before version 3 have none
+                    "confidence": packet.confidence,
                     "evidence": [item.id for item in packet.evidence],
                 }
             )

@@ -18,7 +18,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -32,7 +31,16 @@ from ..pipeline.requests import LANES
 from ..pipeline.workspace import Workspace
 from ..projections.chroma_client import ChromaSettings
 from .jsonl import read_jsonl
-from .suites import MANIFEST_FILE, SUITE_FILE, check_gates, implementation_hashes, read_json, verify_frozen, versions
+from .suites import (
+    MANIFEST_FILE,
+    SUITE_FILE,
+    check_gates,
+    implementation_hashes,
+    indexed_workspace,
+    read_json,
+    verify_frozen,
+    versions,
+)
 
 QUESTION_KEYS = (
     "id",
@@ -124,13 +132,7 @@ def run_policy_suite(
     suite = load_policy_suite(suite_dir)
     inputs = verify_frozen(suite)  # type: ignore[arg-type]  # reads only the shared attributes
     questions = load_policy_questions(suite.questions_path)
-    with (
-        tempfile.TemporaryDirectory(prefix="rk-policy-") as scratch,
-        Workspace(
-            suite.notes_dir, Path(store_dir) if store_dir else Path(scratch), lanes=lanes, chroma=chroma
-        ) as workspace,
-    ):
-        workspace.index()
+    with indexed_workspace(suite.notes_dir, store_dir, lanes, chroma) as workspace:
         rows = []
         for question in questions:
             rows.append(_run_question(suite, workspace, question))

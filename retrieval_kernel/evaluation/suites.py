@@ -16,7 +16,8 @@ import platform
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -192,13 +193,7 @@ def run_suite(
     suite = load_suite(suite_dir, questions)
     inputs = verify_frozen(suite)
     question_list = load_questions(suite.questions_path)
-    with (
-        tempfile.TemporaryDirectory(prefix="rk-eval-") as scratch,
-        Workspace(
-            suite.notes_dir, Path(store_dir) if store_dir else Path(scratch), lanes=lanes, chroma=chroma
-        ) as workspace,
-    ):
-        workspace.index()
+    with indexed_workspace(suite.notes_dir, store_dir, lanes, chroma) as workspace:
         rows = [_run_question(suite, workspace, q, progress) for q in question_list]
     lane_config = {lane["name"]: lane["score_basis"] for row in rows for lane in row["lanes"]}
     metrics = _metrics(suite, rows)
@@ -372,6 +367,22 @@ def _per_query_mean(measure: Any, qrels: dict[str, dict[str, int]], run: dict[st
     """Mean over every question; a question with an empty ranking scores 0 (ir_measures would skip it)."""
     values = {m.query_id: m.value for m in ir_measures.iter_calc([measure], qrels, run)}
     return sum(values.get(qid, 0.0) for qid in qrels) / len(qrels)
+
+
+@contextmanager
+def indexed_workspace(
+    notes_dir: Path,
+    store_dir: str | Path | None,
+    lanes: Sequence[str],
+    chroma: str | ChromaSettings | None,
+) -> Iterator[Workspace]:
+    """A workspace over a suite's notes, indexed, in ``store_dir`` (else a scratch store removed after)."""
+    with (
+        tempfile.TemporaryDirectory(prefix="rk-eval-") as scratch,
+        Workspace(notes_dir, Path(store_dir) if store_dir else Path(scratch), lanes=lanes, chroma=chroma) as workspace,
+    ):
+        workspace.index()
+        yield workspace
 
 
 def check_gates(declared: dict[str, dict[str, float]], metrics: dict[str, Any]) -> dict[str, dict[str, Any]]:

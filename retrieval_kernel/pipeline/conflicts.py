@@ -65,8 +65,7 @@ def by_note(candidates: Sequence[Candidate]) -> dict[str, list[Candidate]]:
 
 def _stating(passages: Sequence[Candidate], value: Any) -> Candidate:
     """The first passage whose text holds ``value`` as a whole word or number, else the first."""
-    pattern = re.compile(rf"(?<![\w.]){re.escape(str(value).strip())}(?![\w])", re.IGNORECASE)
-    return next((c for c in passages if pattern.search(c.stored.passage.text)), passages[0])
+    return next((c for c in passages if _mentions(c.stored.passage.text, value)), passages[0])
 
 
 def _same_decision_scope(sides: Sequence[Candidate]) -> list[list[Candidate]]:
@@ -181,9 +180,10 @@ def _note_of(passage_id: str) -> str:
     return passage_id.split("#", 1)[0]
 
 
-def _mentions(query: str, value: Any) -> bool:
-    text = str(value).strip()
-    return bool(text) and re.search(rf"(?<![\w.]){re.escape(text)}(?![\w])", query, re.IGNORECASE) is not None
+def _mentions(text: str, value: Any) -> bool:
+    """Whether ``text`` holds ``value`` as a whole word or number (case ignored)."""
+    wanted = str(value).strip()
+    return bool(wanted) and re.search(rf"(?<![\w.]){re.escape(wanted)}(?![\w])", text, re.IGNORECASE) is not None
 
 
 def _by_authority(proposition: str, sides: Sequence[Candidate]) -> ConflictDraft:
