@@ -284,14 +284,27 @@ def _beir(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from .evaluation.bench import run_bench
+    from .evaluation.bench import CORPORA, default_shared, run_bench
 
     if not args.output.parent.is_dir():
         raise InputError(f"cannot write the benchmark: folder {args.output.parent} does not exist")
-    sizes = [int(size) for size in args.passages.split(",")]
+    sizes = [int(size) for size in args.passages.split(",") if size.strip()]
     if any(size < 100 for size in sizes):
         raise InputError("--passages sizes must be at least 100")
-    result = run_bench(sizes, progress=lambda line: print(line, file=sys.stderr), chroma=_settings().chroma)
+    shared = args.shared or default_shared()
+    corpora = tuple(name for name in args.corpora.split(",") if name.strip())
+    unknown = sorted(set(corpora) - set(CORPORA))
+    if unknown:
+        raise InputError(f"unknown --corpora {unknown}; known: {', '.join(CORPORA)}")
+    if (sizes or corpora) and not (shared / "datasets" / "scifact").is_dir():
+        raise InputError(f"the bench reads real text from {shared} (datasets/scifact, corpora/tldr-pages): not found")
+    result = run_bench(
+        sizes,
+        progress=lambda line: print(line, file=sys.stderr),
+        chroma=_settings().chroma,
+        corpora=corpora,
+        shared=shared,
+    )
     args.output.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     print(json.dumps(result, indent=1))
     return EXIT_OK
@@ -401,7 +414,18 @@ def build_parser() -> argparse.ArgumentParser:
     beir.add_argument("--output", type=Path, required=True, help="where to write RUN.json")
 
     bench = sub.add_parser("bench", help="measure speed and memory against bm25s and numpy references")
-    bench.add_argument("--passages", default="10000", help="comma-separated corpus sizes (default 10000)")
+    bench.add_argument(
+        "--passages", default="10000", help="comma-separated sizes of scaled real text (default 10000; '' for none)"
+    )
+    bench.add_argument(
+        "--corpora", default="scifact,tldr-pages,synthetic-90", help="real corpora to bench too ('' for none)"
+    )
+    bench.add_argument(
+        "--shared",
+        type=Path,
+        default=None,
+        help="the shared data folder (default: $RETRIEVAL_KERNEL_SHARED or ../shared)",
+    )
     bench.add_argument("--output", type=Path, required=True, help="where to write BENCH.json")
 
     mcp = sub.add_parser("mcp", help="serve packets to agents over MCP (stdio; Streamable HTTP with --http)")

@@ -1,19 +1,30 @@
-"""Performance benchmark: the pipeline against the fastest references, measured in one run.
+"""Performance benchmark: the pipeline against the fastest references, measured in one run, on real text.
 
-For each corpus size a deterministic synthetic corpus (seeded; ten sections per
-note) is indexed through :class:`Workspace`. Reported per size: index
-throughput per lane and the raw ``SentenceTransformer.encode`` reference on a
-sample of the same texts; warm query latency (p50/p95) per lane and end to end;
-``bm25s`` and numpy brute-force cosine as references on the same texts and
-vectors; one-note refresh against a full projection rebuild; peak RSS. Cold
-start (``%load_ext`` and the first query) runs in a fresh interpreter. Print
-ratios, not only times: these machines are shared and noisy.
+Corpora (each benchmarked in a fresh interpreter, so peak memory is its own):
+
+* ``sizes["N"]``: N passages of **scaled real text**: SciFact sentences recombined (seeded),
+  ten sections per note, so vocabulary and posting lengths are natural;
+* ``corpora["scifact"]``: the 5,183 SciFact abstracts, one note each, asked SciFact's test queries;
+* ``corpora["tldr-pages"]``: 7,425 real short Markdown notes (a copy, so edits never touch
+  the shared folder), asked their own one-line summaries: where a per-query walk shows;
+* ``corpora["synthetic-90"]``: the old 90-word synthetic corpus, kept only as a labelled worst
+  case (every posting list is nearly the whole corpus).
+
+Reported for each: index throughput per lane and plain ``SentenceTransformer.encode`` on a
+sample of the same texts; warm ``%context`` latency (``Workspace.query``) p50/p95 and where
+its time goes (by stage); each lane against its reference on the same tokens and vectors
+(``bm25s``, numpy exact cosine); the first query after a one-note edit; one-note refresh against
+a full rebuild; peak RSS. Cold start (``%load_ext`` and the first ``%context``) runs in a fresh
+interpreter. Ratios, not only times: these machines are shared and noisy.
 """
 
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
 import random
+import re
 import resource
 import shutil
 import statistics
@@ -23,6 +34,8 @@ import tempfile
 import textwrap
 import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +44,16 @@ import numpy as np
 from ..pipeline.workspace import Workspace
 from ..projections.chroma_client import ChromaSettings
 from ..projections.lexical import analyze
+from .beir import load_beir, write_notes
 from .suites import versions
 
 SEED = 20261015
 SECTIONS_PER_NOTE = 10
 QUERIES = 60
 ENCODE_SAMPLE = 300
+FULL_REBUILD_UP_TO = 10_000  # past this the full rebuild (minutes of embedding) is not re-measured
+CORPORA = ("scifact", "tldr-pages", "synthetic-90")
+AS_OF = "2026-10-15"
 _WORDS = (  # noqa: SIM905 - a word list reads better as prose
     "record owner ledger delivery plan milestone component dependency operator boundary checkpoint "
     "acceptance source evidence citation refresh index projection budget approval deploy deployment "
@@ -89,14 +106,77 @@ def _each(queries: list[str], action: Callable[[str], Any]) -> list[float]:
     return times
 
 
-def bench_size(
-    passages: int, scratch: Path, progress: Callable[[str], None], chroma: str | ChromaSettings | None = None
+@dataclass(frozen=True)
+class BenchCorpus:
+    """A folder of notes to benchmark and the questions to ask it."""
+
+    name: str
+    label: str
+    notes: Path
+    queries: list[str]
+
+
+def default_shared() -> Path:
+    """The shared data folder: ``RETRIEVAL_KERNEL_SHARED``, else ``../shared`` beside the project."""
+    return Path(os.environ.get("RETRIEVAL_KERNEL_SHARED", Path(__file__).resolve().parents[3] / "shared"))
+
+
+def scaled_corpus(folder: Path, passages: int, shared: Path, seed: int = SEED) -> BenchCorpus:
+    """``passages`` sections of SciFact sentences recombined (two to five each), ten sections per note."""
+    data = load_beir(shared / "datasets" / "scifact")
+    sentences = [s for _, text in data.corpus.values() for s in _SENTENCE.split(text) if len(s.split()) >= 5]
+    titles = [title for title, _ in data.corpus.values() if title]
+    rng = random.Random(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    for note in range(0, passages, SECTIONS_PER_NOTE):
+        sections = []
+        for section in range(note, min(note + SECTIONS_PER_NOTE, passages)):
+            heading = " ".join(rng.choice(titles).split()[:6])
+            body = " ".join(rng.sample(sentences, rng.randint(2, 5)))
+            sections.append(f"## {heading} ({section})\n\n{body}\n")
+        name = f"note-{note // SECTIONS_PER_NOTE:05d}"
+        front = f"---\nid: {name}\nobserved: 2026-10-01\n---\n"
+        (folder / f"{name}.md").write_text(front + f"# {rng.choice(titles)}\n\n" + "\n".join(sections), "utf-8")
+    return BenchCorpus(f"scaled-{passages}", "SciFact sentences recombined", folder, _scifact_queries(data, rng))
+
+
+def scifact_corpus(folder: Path, shared: Path) -> BenchCorpus:
+    data = load_beir(shared / "datasets" / "scifact")
+    write_notes(data.corpus, folder)
+    return BenchCorpus(
+        "scifact", "SciFact abstracts, one note each", folder, _scifact_queries(data, random.Random(SEED))
+    )
+
+
+def tldr_corpus(folder: Path, shared: Path) -> BenchCorpus:
+    """A copy of tldr-pages (edits must never touch the shared folder); queries: pages' own summaries."""
+    shutil.copytree(shared / "corpora" / "tldr-pages" / "notes", folder)
+    pages = sorted(folder.rglob("*.md"))
+    summaries = []
+    for page in random.Random(SEED).sample(pages, QUERIES):
+        line = next((ln for ln in page.read_text(encoding="utf-8").splitlines() if ln.startswith("> ")), "")
+        summaries.append(line[2:].strip().rstrip(".") or page.stem)
+    return BenchCorpus("tldr-pages", "tldr-pages, 7,425 short real notes", folder, summaries)
+
+
+def synthetic_corpus(folder: Path, passages: int) -> BenchCorpus:
+    queries = synthetic_notes(folder, passages)
+    return BenchCorpus("synthetic-90", f"worst case: a 90-word vocabulary, {passages} passages", folder, queries)
+
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+
+
+def _scifact_queries(data: Any, rng: random.Random) -> list[str]:
+    return [data.queries[qid] for qid in rng.sample(sorted(data.queries), QUERIES)]
+
+
+def bench_corpus(
+    corpus: BenchCorpus, scratch: Path, progress: Callable[[str], None], chroma: str | ChromaSettings | None = None
 ) -> dict[str, Any]:
-    """Every figure for one corpus size (``chroma``: where the dense vectors live, as for :class:`Workspace`)."""
-    notes = scratch / f"notes-{passages}"
-    queries = synthetic_notes(notes, passages)
-    store = scratch / f"store-{passages}"
-    with Workspace(notes, store, lanes=("identity", "lexical"), chroma=chroma) as workspace:
+    """Every figure for one corpus (``chroma``: where the dense vectors live, as for :class:`Workspace`)."""
+    store = scratch / f"store-{corpus.name}"
+    with Workspace(corpus.notes, store, lanes=("identity", "lexical"), chroma=chroma) as workspace:
         started = time.perf_counter()
         workspace.index()
         lexical_seconds = time.perf_counter() - started
@@ -104,14 +184,18 @@ def bench_size(
         started = time.perf_counter()
         workspace.index()
         dense_seconds = time.perf_counter() - started
-        progress(f"{passages}: indexed (lexical {lexical_seconds:.1f}s, dense {dense_seconds:.1f}s)")
+        progress(f"{corpus.name}: indexed (lexical {lexical_seconds:.1f}s, dense {dense_seconds:.1f}s)")
         texts = [stored.passage.text for stored in workspace.passages().values()]
-        figures = _query_figures(workspace, queries, texts)
-        figures.update(_refresh_figures(workspace, notes))
+        figures = _query_figures(workspace, corpus.queries, texts)
+        figures.update(
+            _refresh_figures(workspace, corpus.notes, corpus.queries, rebuild=len(texts) <= FULL_REBUILD_UP_TO)
+        )
         figures["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
         figures.update(_encode_reference(workspace, texts))  # loads torch: after the RSS reading
+        figures["notes"] = workspace.note_count()
     figures.update(
         {
+            "label": corpus.label,
             "passages": len(texts),
             "lexical_index_per_s": round(len(texts) / lexical_seconds, 1),
             "dense_index_per_s": round(len(texts) / dense_seconds, 1),
@@ -119,6 +203,35 @@ def bench_size(
     )
     figures["dense_index_vs_encode"] = round(figures["dense_index_per_s"] / figures["encode_reference_per_s"], 2)
     return figures
+
+
+def bench_size(
+    passages: int,
+    scratch: Path,
+    progress: Callable[[str], None],
+    chroma: str | ChromaSettings | None = None,
+    shared: Path | None = None,
+) -> dict[str, Any]:
+    """Every figure for ``passages`` passages of scaled real text."""
+    corpus = scaled_corpus(scratch / f"notes-{passages}", passages, shared or default_shared())
+    return bench_corpus(corpus, scratch, progress, chroma)
+
+
+def bench_named(
+    name: str,
+    scratch: Path,
+    progress: Callable[[str], None],
+    chroma: str | ChromaSettings | None = None,
+    shared: Path | None = None,
+) -> dict[str, Any]:
+    """Every figure for one of :data:`CORPORA`."""
+    shared = shared or default_shared()
+    builders: dict[str, Callable[[], BenchCorpus]] = {
+        "scifact": lambda: scifact_corpus(scratch / "notes-scifact", shared),
+        "tldr-pages": lambda: tldr_corpus(scratch / "notes-tldr-pages", shared),
+        "synthetic-90": lambda: synthetic_corpus(scratch / "notes-synthetic-90", 10_000),
+    }
+    return bench_corpus(builders[name](), scratch, progress, chroma)
 
 
 def _query_figures(workspace: Workspace, queries: list[str], texts: list[str]) -> dict[str, Any]:
@@ -132,7 +245,14 @@ def _query_figures(workspace: Workspace, queries: list[str], texts: list[str]) -
     retriever = bm25s.BM25(k1=workspace.lexical.k1, b=workspace.lexical.b)
     retriever.index([analyze(text) for text in texts], show_progress=False)
 
-    e2e = _each(queries, lambda q: workspace.query(q, as_of="2026-10-15", refresh=False))
+    stages: dict[str, list[float]] = {}
+
+    def answer(query: str) -> None:
+        workspace.query(query, as_of=AS_OF)  # refreshing, as %context does: the change check is part of it
+        for stage, ms in workspace.last_timings.items():
+            stages.setdefault(stage, []).append(ms)
+
+    e2e = _each(queries, answer)
     lexical = _each(queries, lambda q: workspace.lexical.search(q, workspace.candidate_pool))
     embed = _each(queries, dense.embed_query)
     dense_search = _each(queries, lambda q: dense.search_vector(query_vectors[q], workspace.candidate_pool, state))
@@ -151,6 +271,7 @@ def _query_figures(workspace: Workspace, queries: list[str], texts: list[str]) -
     }
     overhead = max(0.0, p50["e2e"] - p50["lexical"] - p50["embed"] - p50["dense"]) / p50["e2e"]
     return {
+        "stages_p50_ms": {stage: round(statistics.median(samples), 2) for stage, samples in sorted(stages.items())},
         "e2e_p50_ms": round(p50["e2e"], 2),
         "e2e_p95_ms": round(_percentiles(e2e)[1], 2),
         "overhead_fraction": round(overhead, 3),
@@ -187,21 +308,33 @@ def _encode_reference(workspace: Workspace, texts: list[str]) -> dict[str, Any]:
     }
 
 
-def _refresh_figures(workspace: Workspace, notes: Path) -> dict[str, Any]:
-    target = sorted(notes.glob("*.md"))[0]
-    target.write_text(target.read_text(encoding="utf-8") + "\nOne more calibration line.\n", encoding="utf-8")
+def _refresh_figures(workspace: Workspace, notes: Path, queries: list[str], rebuild: bool) -> dict[str, Any]:
+    """A one-note edit: the refresh alone, and the first ``%context`` after it against a warm one."""
+    target = sorted(notes.rglob("*.md"))[0]
+    original = target.read_text(encoding="utf-8")
+    warm = _percentiles(_each(queries[:20], lambda q: workspace.query(q, as_of=AS_OF)))[0]
+    after_edit = []
+    for round_ in range(5):
+        target.write_text(original + f"\nOne more calibration line ({round_}).\n", encoding="utf-8")
+        started = time.perf_counter()
+        workspace.query(queries[round_], as_of=AS_OF)  # finds the change, refreshes, answers
+        after_edit.append(1000 * (time.perf_counter() - started))
+    target.write_text(original + "\nOne more calibration line.\n", encoding="utf-8")
     started = time.perf_counter()
     workspace.index()
     refresh_one = time.perf_counter() - started
-    started = time.perf_counter()
-    workspace.lexical_lane.rebuild()  # a full rebuild of the next version, then the switch
-    workspace.dense_lane.rebuild()
-    full = time.perf_counter() - started
-    return {
+    figures: dict[str, Any] = {
         "refresh_one_s": round(refresh_one, 3),
-        "full_rebuild_s": round(full, 2),
-        "rebuild_vs_refresh": round(full / refresh_one, 1),
+        "after_edit_ms": round(statistics.median(after_edit), 2),
+        "after_edit_vs_warm": round(statistics.median(after_edit) / warm, 2),
     }
+    if rebuild:
+        started = time.perf_counter()
+        workspace.lexical_lane.rebuild()  # a full rebuild of the next version, then the switch
+        workspace.dense_lane.rebuild()
+        full = time.perf_counter() - started
+        figures.update({"full_rebuild_s": round(full, 2), "rebuild_vs_refresh": round(full / refresh_one, 1)})
+    return figures
 
 
 def cold_start(notes: Path, store: Path) -> dict[str, float]:
@@ -223,17 +356,37 @@ def cold_start(notes: Path, store: Path) -> dict[str, float]:
 
 
 def run_bench(
-    sizes: list[int], progress: Callable[[str], None] = print, chroma: str | ChromaSettings | None = None
+    sizes: list[int],
+    progress: Callable[[str], None] = print,
+    chroma: str | ChromaSettings | None = None,
+    corpora: tuple[str, ...] = CORPORA,
+    shared: Path | None = None,
 ) -> dict[str, Any]:
+    """Every corpus in a fresh interpreter (its own peak memory), then the cold start on the smallest size."""
     scratch = Path(tempfile.mkdtemp(prefix="rk-bench-"))
+    shared = shared or default_shared()
     try:
-        output: dict[str, Any] = {"sizes": {}}
+        output: dict[str, Any] = {"sizes": {}, "corpora": {}}
         for size in sizes:
-            output["sizes"][str(size)] = bench_size(size, scratch, progress, chroma)
+            output["sizes"][str(size)] = _fresh(bench_size, size, scratch, chroma, shared)
             progress(json.dumps({str(size): output["sizes"][str(size)]}))
-        smallest = min(sizes)
-        output.update(cold_start(scratch / f"notes-{smallest}", scratch / f"store-{smallest}"))
+        for name in corpora:
+            output["corpora"][name] = _fresh(bench_named, name, scratch, chroma, shared)
+            progress(json.dumps({name: output["corpora"][name]}))
+        if sizes:
+            smallest = min(sizes)
+            output.update(cold_start(scratch / f"notes-{smallest}", scratch / f"store-scaled-{smallest}"))
         output["versions"] = versions()
         return output
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _fresh(bench: Callable[..., dict[str, Any]], what: Any, scratch: Path, chroma: Any, shared: Path) -> dict[str, Any]:
+    """Run one corpus's bench in a new interpreter (spawned: nothing inherited, memory its own)."""
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(bench, what, scratch, _stderr, chroma, shared).result()
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -339,19 +339,24 @@ def _ran(runs: Mapping[str, LaneRun]) -> list[LaneRun]:
     return [runs[name] for name in ("lexical", "dense") if name in runs and runs[name].report.status != "unavailable"]
 
 
-def _words(stored: StoredPassage) -> set[str]:
+def _words(stored: StoredPassage) -> frozenset[str]:
     """The terms a passage offers: its text, its heading path and its note's name."""
     passage = stored.passage
-    return set(analyze(" ".join([passage.text, *passage.heading_path, passage.module.replace("-", " ")])))
+    return _terms_of(" ".join([passage.text, *passage.heading_path, passage.module.replace("-", " ")]))
 
 
-def _share(idf: Mapping[str, float], words: set[str]) -> float:
+@lru_cache(maxsize=8192)  # the same passages come back query after query: analyse each once
+def _terms_of(text: str) -> frozenset[str]:
+    return frozenset(analyze(text))
+
+
+def _share(idf: Mapping[str, float], words: Set[str]) -> float:
     """The idf-weighted share of the question's terms that are in ``words``."""
     mass = sum(idf.values())
     return round(sum(w for term, w in idf.items() if term in words) / mass, 4) if mass else 0.0
 
 
-def _rare_miss(idf: Mapping[str, float], words: set[str]) -> float:
+def _rare_miss(idf: Mapping[str, float], words: Set[str]) -> float:
     rarest = max(idf.values(), default=0.0)
     missing = [w for term, w in idf.items() if term not in words]
     return round(max(missing, default=0.0) / rarest, 4) if rarest else 0.0

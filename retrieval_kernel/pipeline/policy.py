@@ -97,7 +97,8 @@ def select(
     conflicts = mark_blocking(find_conflicts(in_play, eligible, excluded, standing), eligible, judged, query)
     blocking = {side.path for conflict in conflicts if conflict.blocking for side in conflict.sides}
     answering = _answering(eligible, judged, blocking)
-    excluded += [_weak(c, judged) for c in eligible if c not in answering]
+    answering_ids = {id(c) for c in answering}  # identity: the same candidate objects (dataclass == is deep)
+    excluded += [_weak(c, judged) for c in eligible if id(c) not in answering_ids]
     roles = _roles(answering, conflicts)
     kept, duplicates = _dedup(answering, roles)
     excluded += duplicates
@@ -147,7 +148,8 @@ def _answering(eligible: Sequence[Candidate], judged: Judgement, blocking: set[s
     if not answers:
         return []
     stated = {key for c in answers for key in c.facts.asserts}
-    return [c for c in eligible if c in answers or stated & c.facts.asserts.keys()]
+    answer_ids = {id(c) for c in answers}
+    return [c for c in eligible if id(c) in answer_ids or stated & c.facts.asserts.keys()]
 
 
 def _weak(candidate: Candidate, judged: Judgement) -> Exclusion:

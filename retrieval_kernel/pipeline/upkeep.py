@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RefreshBusyError, RefreshTimeoutError, StoreError
+from ..store.changefeed import ChangeFeed
 from ..store.indexing import LOCK_NAME, SyncReport, pending_stats, refresh_lock, sync_notes
 from ..store.records import RecordStore
 from ..store.refresh import (
@@ -49,6 +50,10 @@ class Upkeep:
     dense_lane: DenseLane
     _debounce: Debounce
     _watcher: Watcher | None
+    change_detection: str  # "notify" (OS change notifications, walk only after one) or "walk" (stat every note)
+    _feed: ChangeFeed | None = None
+    _feed_opened = False
+    _feed_clean = False  # the last walk found nothing pending and the feed has heard nothing since
 
     def deadline(self) -> float | None:
         return self.policy.deadline()
@@ -163,10 +168,35 @@ class Upkeep:
         return len(self._pending_stats())
 
     def _pending_stats(self) -> list[tuple[str, int, int]]:
+        """The notes changed on disk: a stat walk, skipped while the change feed has heard of no change."""
+        feed = self._change_feed()
+        if feed is not None and feed.changed():
+            self._feed_clean = False  # drained before the walk: the walk sees everything these events were about
+        elif feed is not None and self._feed_clean:
+            return []
         try:
-            return pending_stats(self.notes_dir, self.records)
+            changes = pending_stats(self.notes_dir, self.records)
         except OSError:
             return []
+        self._feed_clean = feed is not None and not changes
+        return changes
+
+    def _change_feed(self) -> ChangeFeed | None:
+        """The notes folder's change feed, opened on first use (``None``: walk every time)."""
+        if not self._feed_opened and self.change_detection == "notify":
+            self._feed_opened = True
+            self._feed = ChangeFeed.open(self.notes_dir)
+        return self._feed
+
+    @property
+    def detecting_changes_by(self) -> str:
+        """How changed notes are found: ``notify`` (OS notifications) or ``walk`` (a stat of every note)."""
+        return "notify" if self._change_feed() is not None else "walk"
+
+    def close_change_feed(self) -> None:
+        if self._feed is not None:
+            self._feed.close()
+        self._feed, self._feed_opened, self._feed_clean = None, False, False
 
     def _projected_lanes(self) -> list[str]:
         return [lane for lane in PROJECTED_LANES if lane in self.lanes]
@@ -206,7 +236,12 @@ class Upkeep:
             "notes_dir": str(self.notes_dir),
             "store_dir": str(self.store_dir),
             "state": outcome.state,
-            "refresh": {"mode": self.policy.mode, "debounce": self.policy.debounce, "timeout": self.policy.timeout},
+            "refresh": {
+                "mode": self.policy.mode,
+                "debounce": self.policy.debounce,
+                "timeout": self.policy.timeout,
+                "change_detection": self.detecting_changes_by,
+            },
             "watching": self.watching,
             "record_store": {
                 "path": str(self.records.path),

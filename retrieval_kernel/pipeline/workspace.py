@@ -23,7 +23,7 @@ from ..projections.lexical import LexicalProjection
 from ..settings import default_store_dir, resolve_chroma
 from ..store.indexing import SyncReport, refresh_lock, standing_warnings
 from ..store.records import RecordStore, StoredPassage, utc_now
-from ..store.refresh import CONSISTENT, Debounce, RefreshPolicy, RefreshRecord, Watcher
+from ..store.refresh import CONSISTENT, Debounce, RefreshPolicy, RefreshRecord, Watcher, checked_change_detection
 from . import policy
 from .abstention import (
     ABSTAIN_BELOW_THRESHOLD,
@@ -50,6 +50,7 @@ from .requests import (
     checked_top,
 )
 from .scope import ScopeView, packet_warnings
+from .timing import Stages
 from .trace import build_trace
 from .upkeep import Upkeep
 
@@ -72,7 +73,11 @@ class Workspace(Upkeep):
     and ``watch_interval`` (seconds) say when the projections catch up with the notes
     (see :mod:`retrieval_kernel.store.refresh`); ``index_clock`` stamps index times.
     ``judge_answers=False`` turns the answerability judgement off (every candidate the lanes
-    propose counts as answering; for studying a lane on its own).
+    propose counts as answering; for studying a lane on its own). ``change_detection``
+    ``notify`` (default) learns of changed notes from the OS and stats the notes only after
+    a change (falling back to ``walk`` where the OS cannot notify); ``walk`` stats every
+    note on every refreshing query (for folders whose changes the OS does not report, such
+    as some network mounts).
     """
 
     def __init__(
@@ -92,6 +97,7 @@ class Workspace(Upkeep):
         watch_interval: float = 1.0,
         index_clock: Callable[[], str] = utc_now,
         judge_answers: bool = True,
+        change_detection: str = "notify",
     ) -> None:
         self.notes_dir = Path(notes_dir)
         if not self.notes_dir.is_dir():
@@ -105,6 +111,7 @@ class Workspace(Upkeep):
         self.reranker = reranker
         self.live_checks = tuple(live_checks)
         self.policy = RefreshPolicy.checked(refresh, debounce, refresh_timeout, watch_interval)
+        self.change_detection = checked_change_detection(change_detection)
         self.index_clock = index_clock  # when notes count as indexed (ISO 8601 UTC); fixed in demos and tests
         # Where the dense vectors live: "embedded", a server URL, or settings (else env var, pyproject, embedded).
         self.chroma = resolve_chroma(chroma)
@@ -124,11 +131,13 @@ class Workspace(Upkeep):
         self._watcher: Watcher | None = None
         self.watched_pending = 0  # notes the watcher last saw changed on disk and not yet indexed
         self.last_refresh: RefreshRecord | None = None
+        self.last_timings: dict[str, float] = {}  # where the last query's time went, ms by stage
         if self.policy.mode == "watch":
             self.watch()
 
     def close(self) -> None:
         self.stop_watching()
+        self.close_change_feed()
         self.lexical_lane.close()
         self.dense_lane.close()
         self.records.close()
@@ -189,6 +198,7 @@ class Workspace(Upkeep):
             debounce=self.policy.debounce,
             refresh_timeout=self.policy.timeout,
             index_clock=self.index_clock,
+            change_detection=self.change_detection,
         )
 
     # ------------------------------------------------------------ querying
@@ -217,11 +227,14 @@ class Workspace(Upkeep):
         top = checked_top(top)
         chosen = checked_lanes(lanes) if lanes is not None else self.lanes
         request = Request(parse_as_of(as_of), checked_scopes(scopes), checked_intent(intent), audit)
-        outcome = self.prepare(refresh)
-        view = self._scope_view(request.scopes)
+        stages = Stages()
+        with stages("changes"):
+            outcome = self.prepare(refresh)
+            view = self._scope_view(request.scopes)
         runs = self.run_lanes(
-            query, chosen, stale=outcome.state != CONSISTENT, hidden=view.hidden, pending=outcome.pending
+            query, chosen, stale=outcome.state != CONSISTENT, hidden=view.hidden, pending=outcome.pending, stages=stages
         )
+        stages.start("judge")
         reports = tuple(run.report for run in runs.values())
         repairs = [run.repair_note for run in runs.values() if run.repair_note]
         scope_filtered = len(frozenset().union(*(run.hidden for run in runs.values())))
@@ -252,12 +265,16 @@ class Workspace(Upkeep):
             source_root=str(self.notes_dir.resolve()),
             confidence=judgement.confidence if judgement is not None else None,
         )
+        stages.start("policy")
         selection = policy.select(
             ranked, request, view.links, view.facts, self._lead_passage(view), top, judgement, query
         )
+        stages.start("assembly")
         packet = assemble(shell, selection, request.as_of, self.live_checks)
         packet = replace(packet, trace_id=_outcome_id(packet))  # same length: budget.used is unchanged
+        stages.start("trace")
         self._keep_trace(packet, request, runs, ranked, selection)
+        self.last_timings = stages.stop()
         return packet
 
     def run_lanes(
@@ -267,14 +284,20 @@ class Workspace(Upkeep):
         stale: bool = False,
         hidden: frozenset[str] = frozenset(),
         pending: int = 0,
+        stages: Stages | None = None,
     ) -> dict[str, LaneRun]:
         """Run each chosen lane on ``query``; a lane that cannot run is reported, not raised.
 
         ``hidden`` passages (outside the caller's scopes) are dropped inside each lane,
         before counting, thresholds and ranks. ``pending`` notes changed on disk count
-        in every lane's lag.
+        in every lane's lag. ``stages`` (when given) times each lane.
         """
-        return {name: self.lane(name).run(query, hidden, stale, pending) for name in checked_lanes(lanes)}
+        stages = stages or Stages()
+        runs = {}
+        for name in checked_lanes(lanes):
+            with stages(name):
+                runs[name] = self.lane(name).run(query, hidden, stale, pending)
+        return runs
 
     def signals(
         self, query: str, scopes: Sequence[str] | str | None = None, lanes: Sequence[str] | None = None

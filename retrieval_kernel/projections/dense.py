@@ -40,6 +40,7 @@ from ..errors import StaleCollectionError
 from ..store.records import ProjectionState, RecordStore, utc_now
 from .chroma_client import ChromaConnection, ChromaSettings, forget_embedded
 from .embedding import DEFAULT_EMBEDDER, Embedder, go_offline, load_embedder
+from .exact import ExactVectors
 
 NAME = "dense"
 FOLDER = "dense"
@@ -154,7 +155,7 @@ def _add_batch(collection: Any, batch: list[Passage], embeddings: np.ndarray) ->
 
 
 def _vector_page(collection: Any, offset: int) -> Any:
-    return collection.get(include=["embeddings"], limit=SERVER_READ_PAGE, offset=offset)
+    return collection.get(include=["embeddings", "metadatas"], limit=SERVER_READ_PAGE, offset=offset)
 
 
 def mismatch(metadata: Mapping[str, Any] | None, expected: Mapping[str, Any]) -> str | None:
@@ -202,7 +203,7 @@ class DenseProjection:
         self._cache: EmbeddingCache | None = None
         self._handles: dict[tuple[int, str], Any] = {}
         self._checked: tuple[int, ProjectionState] | None = None  # embedded: verified once per state
-        self._exact: tuple[tuple[ProjectionState, str], list[str], np.ndarray] | None = None
+        self._exact: tuple[tuple[ProjectionState, str], ExactVectors] | None = None
         self.embedded_last_sync = 0
         self.rebuilt_because: str | None = None  # why the last sync rebuilt the collection (None: it did not)
 
@@ -235,13 +236,38 @@ class DenseProjection:
             if META_STORE not in (collection.metadata or {}):
                 self._stamp(collection, state)  # an embedded collection from before metadata: adopt it
             return state
-        for path in sorted({path for _, path, _ in changes}):
+        paths = sorted({path for _, path, _ in changes})
+        added: list[Passage] = []
+        vectors: dict[str, np.ndarray] = {}
+        for path in paths:
             self._on(collection, "remove changed passages", partial(_delete_path, path=path))
-            self._add(collection, records.passages_of(path))
+            passages = records.passages_of(path)
+            vectors.update(self._add(collection, passages))
+            added.extend(passages)
         new_state = ProjectionState(NAME, state.version, changes[-1][0], utc_now())
         self._stamp(collection, new_state)
         records.set_projection(new_state)
+        self._patch_exact(state, new_state, collection, paths, added, vectors)
         return new_state
+
+    def _patch_exact(
+        self,
+        old: ProjectionState,
+        new: ProjectionState,
+        collection: Any,
+        paths: list[str],
+        added: list[Passage],
+        vectors: dict[str, np.ndarray],
+    ) -> None:
+        """Carry the in-memory vectors over to ``new`` in place (no reload) when they were ``old``'s."""
+        if self._exact is None or self._exact[0] != (old, str(collection.id)):
+            return
+        exact = self._exact[1]
+        rows = np.stack([vectors[p.sha256] for p in added]) if added else np.zeros((0, exact.matrix.shape[1]))
+        exact.replace_notes(paths, [p.id for p in added], [p.path for p in added], rows)
+        self._exact = ((new, str(collection.id)), exact)
+        if self.chroma.embedded and self._checked == (self.connection.generation, old):
+            self._checked = (self.connection.generation, new)  # stamped just now, by this process
 
     def rebuild(self, records: RecordStore, version: int) -> ProjectionState:
         """Build a new collection version from the record store, then switch to it."""
@@ -264,9 +290,10 @@ class DenseProjection:
         self._drop_old_versions(keep=name)
         return state
 
-    def _add(self, collection: Any, passages: list[Passage]) -> None:
+    def _add(self, collection: Any, passages: list[Passage]) -> dict[str, np.ndarray]:
+        """Add ``passages`` with their vectors; returns the vectors by content hash."""
         if not passages:
-            return
+            return {}
         vectors = self.vectors_for(passages)
         largest = self.connection.call("read the batch size", lambda client: client.get_max_batch_size())
         step = max(1, min(5000 if self.chroma.embedded else SERVER_WRITE_BATCH, largest))
@@ -274,6 +301,7 @@ class DenseProjection:
             batch = passages[start : start + step]
             embeddings = np.stack([vectors[p.sha256] for p in batch])
             self._on(collection, "add vectors", partial(_add_batch, batch=batch, embeddings=embeddings))
+        return vectors
 
     def vectors_for(self, passages: Sequence[Passage]) -> dict[str, np.ndarray]:
         """Vectors by content hash: from the cache, embedding only what it lacks."""
@@ -303,12 +331,7 @@ class DenseProjection:
         collection = self._checked_collection(state)
         exact = self._exact_matrix(state, collection)
         if exact is not None:
-            ids, matrix = exact
-            if not ids:
-                return []
-            scores = np.round(matrix @ vector.astype("float32"), 6)
-            top = np.argpartition(-scores, min(limit, len(ids)) - 1)[:limit]
-            hits = [DenseHit(ids[i], float(scores[i])) for i in top]
+            hits = [DenseHit(pid, score) for pid, score in exact.search(vector, limit)]
         else:
             hits = self._hnsw(collection, vector, limit)
         return sorted(hits, key=lambda hit: (-hit.score, hit.passage_id))[:limit]
@@ -332,33 +355,34 @@ class DenseProjection:
             for passage_id, distance in zip(result["ids"][0], result["distances"][0], strict=True)
         ]
 
-    def _exact_matrix(self, state: ProjectionState, collection: Any) -> tuple[list[str], np.ndarray] | None:
-        """The collection's vectors in memory, reloaded whenever the projection state changes."""
+    def _exact_matrix(self, state: ProjectionState, collection: Any) -> ExactVectors | None:
+        """The collection's vectors in memory: read once per state, carried over in place by :meth:`sync`."""
         key = (state, str(collection.id))
         if self._exact is not None and self._exact[0] == key:
-            return self._exact[1], self._exact[2]
+            return self._exact[1]
         count = self._on(collection, "count vectors", lambda c: c.count())
         if count > EXACT_SEARCH_LIMIT:
             return None
-        ids, rows = self._all_vectors(collection, count)
-        matrix = np.asarray(rows, dtype="float32").reshape(len(ids), self.function.embedder.dimension)
-        self._exact = (key, ids, matrix)
-        return ids, matrix
+        ids, paths, rows = self._all_vectors(collection, count)
+        dimension = self.function.embedder.dimension
+        exact = ExactVectors(ids, paths, np.asarray(rows, dtype="float32").reshape(len(ids), dimension))
+        self._exact = (key, exact)
+        return exact
 
-    def _all_vectors(self, collection: Any, count: int) -> tuple[list[str], list[Any]]:
-        """Every id and vector: one read embedded, pages of SERVER_READ_PAGE from a server."""
+    def _all_vectors(self, collection: Any, count: int) -> tuple[list[str], list[str], list[Any]]:
+        """Every id, note path and vector: one read embedded, pages of SERVER_READ_PAGE from a server."""
         if self.chroma.embedded:
-            stored = collection.get(include=["embeddings"])
-            return list(stored["ids"]), list(stored["embeddings"])
+            stored = collection.get(include=["embeddings", "metadatas"])
+            return list(stored["ids"]), [m["path"] for m in stored["metadatas"]], list(stored["embeddings"])
         ids: list[str] = []
+        paths: list[str] = []
         rows: list[Any] = []
         for offset in range(0, count, SERVER_READ_PAGE):
             page = self._on(collection, "read vectors", partial(_vector_page, offset=offset))
             ids.extend(page["ids"])
+            paths.extend(m["path"] for m in page["metadatas"])
             rows.extend(page["embeddings"])
-        return ids, rows
-
-    # ------------------------------------------------------------ checking collections against the record store
+        return ids, paths, rows
 
     def _metadata(self, state: ProjectionState) -> dict[str, Any]:
         return {

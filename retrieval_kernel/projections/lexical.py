@@ -10,8 +10,8 @@ Query text is never handed to Whoosh's query parser, so punctuation such as
 
 from __future__ import annotations
 
-import math
 import shutil
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ from whoosh.scoring import BM25F
 from ..corpus.notes import Passage
 from ..errors import LaneUnavailableError, LexicalUnreadableError
 from ..store.records import ProjectionState, RecordStore, StoredPassage, check_deadline, utc_now
+from .compiled import AnalysedPassage, CompiledLexicon
 
 NAME = "lexical"
 # Chosen by grid search on SciFact *train* queries only (scripts/tune_lexical.py, log beside it):
@@ -49,9 +50,12 @@ def analyze(text: str, analyzer: Analyzer | None = None) -> list[str]:
     return list(term_words(text, analyzer))
 
 
+_SHARED_ANALYZER = make_analyzer()  # one analyzer, so its stem cache lasts across calls
+
+
 def term_words(text: str, analyzer: Analyzer | None = None) -> dict[str, str]:
     """Each distinct index term of ``text`` mapped to the first word it came from."""
-    analyzer = analyzer or make_analyzer()
+    analyzer = analyzer or _SHARED_ANALYZER
     words: dict[str, str] = {}
     for token in analyzer(text, chars=True):
         words.setdefault(token.text, text[token.startchar : token.endchar].lower())
@@ -103,7 +107,8 @@ class LexicalProjection:
         self.version: int | None = None  # the version this object has open (or last built)
         self._index: Any = None
         self._searcher: Any = None
-        self._view: _ScoringView | None = None
+        self._compiled: CompiledLexicon | None = None  # the scoring form (kept across reopening the searcher)
+        self._compiled_from: Any = None  # without a record store: the searcher it was read from
         self._analyzer = make_analyzer()
 
     @property
@@ -144,18 +149,25 @@ class LexicalProjection:
         if not changes:
             return state
         changed_paths = sorted({path for _, path, _ in changes})
+        in_step = self._compiled_in_step(state)
+        analysed: list[AnalysedPassage] = []
         writer = self._open().writer()
         try:
             for path in changed_paths:
                 check_deadline(deadline, f"updating the lexical index for {path}")
                 writer.delete_by_term("path", path)
                 for passage in records.passages_of(path):
-                    writer.add_document(**_fields(passage, self._analyzer))
+                    fields, counted = _analysed(passage, self._analyzer)
+                    writer.add_document(**fields)
+                    analysed.append(counted)
         except BaseException:
             writer.cancel()
             raise
         writer.commit()  # Whoosh swaps in the new table of contents at the end: a kill before it leaves the old
-        return self._publish(records, ProjectionState(NAME, state.version, changes[-1][0], utc_now()))
+        published = self._publish(records, ProjectionState(NAME, state.version, changes[-1][0], utc_now()))
+        if in_step and self._compiled is not None:
+            self._update_compiled(changed_paths, analysed, published.high_water)
+        return published
 
     def rebuild(self, records: RecordStore, version: int, deadline: float | None = None) -> ProjectionState:
         """Build ``version`` beside the serving one from the record store, check it, then switch to it."""
@@ -166,18 +178,24 @@ class LexicalProjection:
         folder.mkdir(parents=True)
         high_water = records.high_water()
         passages = records.passages()
+        analysed: list[AnalysedPassage] = []
         writer = whoosh_index.create_in(folder, make_schema()).writer()
         try:
             for stored in passages.values():
                 check_deadline(deadline, "rebuilding the lexical index")
-                writer.add_document(**_fields(stored.passage, self._analyzer))
+                fields, counted = _analysed(stored.passage, self._analyzer)
+                writer.add_document(**fields)
+                analysed.append(counted)
         except BaseException:
             writer.cancel()
             raise
         writer.commit()
         _check_built(folder, passages)
+        compiled = CompiledLexicon.from_passages(analysed, version, high_water)
+        compiled.save(folder)
         self.version = version
         state = self._publish(records, ProjectionState(NAME, version, high_water, utc_now()))
+        self._compiled = compiled
         self._drop_other_versions(keep=folder)
         return state
 
@@ -192,7 +210,7 @@ class LexicalProjection:
             searcher = self._get_searcher()
             if "body_len" not in searcher.schema:
                 return f"the lexical index {folder} was built by an older version"
-            _ScoringView(searcher)  # reads every segment's stored fields and lengths
+            _read_every_segment(searcher)
         except Exception as exc:  # any failure to read it: damaged files
             self.close()
             return f"the lexical index {folder} cannot be read ({type(exc).__name__}: {exc})"
@@ -214,9 +232,9 @@ class LexicalProjection:
     def search(self, text: str, limit: int) -> list[LexicalHit]:
         """Top ``limit`` passages for ``text`` by Whoosh's BM25F; ties broken by passage id.
 
-        Scores are Whoosh's own BM25F formula, computed with numpy over the index's
-        postings (Whoosh's collector walks them one by one in Python, ~20x slower
-        here); :meth:`search_with_whoosh` is that reference and a test pins them equal.
+        Scores are Whoosh's own BM25F formula, computed with numpy over the compiled form
+        of the index (:mod:`.compiled`; Whoosh's collector walks postings one by one in
+        Python); :meth:`search_with_whoosh` is that reference and tests pin them equal.
         Corpus statistics count live documents only, so an index updated in place
         scores exactly like one rebuilt from scratch. ``LexicalUnreadableError`` when
         the serving index is missing or damaged (a projection never built finds nothing).
@@ -229,8 +247,6 @@ class LexicalProjection:
             if version is None:
                 return []
             try:
-                if not whoosh_index.exists_in(self.folder):
-                    raise FileNotFoundError("no index in the folder")
                 return self._scored(words, limit)
             except Exception as exc:  # damaged files, or a version another process just replaced
                 self.close()
@@ -242,25 +258,80 @@ class LexicalProjection:
         return []
 
     def _scored(self, words: dict[str, str], limit: int) -> list[LexicalHit]:
-        view = self._get_view()
-        scores = np.zeros(view.size)
-        found: dict[str, np.ndarray] = {}
-        for field, boost in (("heading", self.heading_boost), ("body", 1.0)):
-            for term in words:
-                docnums, weights = view.postings(field, term)
-                if docnums.size:
-                    scores[docnums] += boost * view.bm25(field, docnums, weights, self.k1, self.b)
-                    found[term] = np.union1d(found.get(term, docnums), docnums)
-        scores[~view.live] = 0.0
-        matched = np.flatnonzero(scores > 0)
-        rounded = np.round(scores[matched], 9)
-        best = matched[np.lexsort((view.id_rank[matched], -rounded))][:limit]
+        compiled = self._compiled_form()
+        boosts = {"heading": self.heading_boost, "body": 1.0}
+        scores, found = compiled.scores(list(words), self.k1, self.b, boosts)
+        best = compiled.top(scores, limit)
         return [
             LexicalHit(
-                view.ids[d], float(scores[d]), tuple(words[t] for t in words if t in found and _has(found[t], d))
+                compiled.ids[d], float(scores[d]), tuple(words[t] for t in words if t in found and _has(found[t], d))
             )
             for d in best
         ]
+
+    # ------------------------------------------------------------ the compiled scoring form
+
+    def _compiled_in_step(self, state: ProjectionState) -> bool:
+        compiled = self._compiled
+        return compiled is not None and (compiled.version, compiled.high_water) == (state.version, state.high_water)
+
+    def _update_compiled(self, paths: list[str], analysed: list[AnalysedPassage], high_water: int) -> None:
+        """Apply a refresh to the in-memory form; snapshot it when the refresh folded its delta in."""
+        compiled = self._compiled
+        assert compiled is not None
+        if compiled.replace_notes(paths, analysed, high_water):
+            compiled.save(self.folder)
+
+    def _compiled_form(self) -> CompiledLexicon:
+        """The scoring form of the serving version at the pointer's high-water mark.
+
+        In step with the pointer it answers from memory, touching no file. Otherwise it is
+        loaded from the version's snapshot (once the Whoosh index behind it opens and holds
+        as many passages) and brought forward by replaying the change log, or read from the
+        postings when neither can be trusted.
+        """
+        state = self.records.projection(NAME) if self.records is not None else None
+        if state is not None and self._compiled_in_step(state):
+            assert self._compiled is not None
+            return self._compiled
+        if not whoosh_index.exists_in(self.folder):
+            raise FileNotFoundError("no index in the folder")
+        searcher = self._get_searcher()
+        if state is None:  # no pointer to follow: read it again whenever the searcher was reopened
+            if self._compiled is None or self._compiled_from is not searcher:
+                self._compiled, self._compiled_from = CompiledLexicon.from_whoosh(searcher, self.version), searcher
+            return self._compiled
+        compiled = self._compiled if self._compiled is not None and self._compiled.version == state.version else None
+        compiled = compiled or CompiledLexicon.load(self.folder)
+        if compiled is not None and not self._replayable(compiled, state, searcher):
+            compiled = None
+        if compiled is None:
+            compiled = CompiledLexicon.from_whoosh(searcher, state.version, state.high_water)
+            compiled.save(self.folder)
+        self._compiled = compiled
+        if compiled.high_water < state.high_water:
+            self._replay(state.high_water)
+        return compiled
+
+    def _replayable(self, compiled: CompiledLexicon, state: ProjectionState, searcher: Any) -> bool:
+        """Whether ``compiled`` is this version's and the record store can bring it to ``state`` exactly
+        (it holds what the index holds); in step already, it must count the passages Whoosh holds."""
+        assert self.records is not None
+        in_step = compiled.high_water == state.high_water
+        return (
+            compiled.version == state.version
+            and compiled.high_water <= state.high_water
+            and self.records.high_water() == state.high_water
+            and (not in_step or compiled.live_count() == int(searcher.doc_count()))
+        )
+
+    def _replay(self, high_water: int) -> None:
+        """Apply the change log after the compiled form's mark, as :meth:`sync` applied it to Whoosh."""
+        assert self.records is not None and self._compiled is not None
+        changes = self.records.changes_since(self._compiled.high_water)
+        paths = sorted({path for _, path, _ in changes})
+        analysed = [_analysed(p, self._analyzer)[1] for path in paths for p in self.records.passages_of(path)]
+        self._update_compiled(paths, analysed, high_water)
 
     def search_with_whoosh(self, text: str, limit: int) -> list[LexicalHit]:
         """The same ranking through Whoosh's own query and collector (the slow reference)."""
@@ -273,16 +344,10 @@ class LexicalProjection:
         hits = [LexicalHit(hit["id"], float(hit.score), _matched_words(hit, words)) for hit in results]
         return sorted(hits, key=_hit_order)[:limit]
 
-    def _get_view(self) -> _ScoringView:
-        searcher = self._get_searcher()
-        if self._view is None or self._view.searcher is not searcher:
-            self._view = _ScoringView(searcher)
-        return self._view
-
     def document_count(self) -> int:
         """Live passages in the serving index (0 when it is missing or unreadable)."""
         try:
-            return int(self._get_view().live.sum()) if whoosh_index.exists_in(self.folder) else 0
+            return self._compiled_form().live_count() if whoosh_index.exists_in(self.folder) else 0
         except Exception:  # unreadable: reported by search and by problem()
             self.close()
             return 0
@@ -292,8 +357,8 @@ class LexicalProjection:
         try:
             if not whoosh_index.exists_in(self.folder):
                 return 0
-            view = self._get_view()
-            return int(view.live[view.postings("body", term)[0]].sum())
+            compiled = self._compiled_form()
+            return int(compiled.live[compiled.postings("body", term)[0]].sum())
         except Exception:  # unreadable: reported by search and by problem()
             self.close()
             return 0
@@ -319,58 +384,19 @@ class LexicalProjection:
         if self._searcher is not None:
             self._searcher.close()
         self._searcher = None
-        self._view = None
         self._index = None
 
 
-class _ScoringView:
-    """Per-searcher arrays for vectorised BM25F: ids, field lengths, live documents."""
-
-    def __init__(self, searcher: Any) -> None:
-        self.searcher = searcher
-        reader = searcher.reader()
-        self.size = int(reader.doc_count_all())
-        self.ids = [""] * self.size
-        self.live = np.zeros(self.size, dtype=bool)
-        exact = {field: np.zeros(self.size) for field in ("heading", "body")}
-        for docnum in reader.all_doc_ids():
-            stored = reader.stored_fields(docnum)
-            self.live[docnum] = True
-            self.ids[docnum] = stored["id"]
-            for field in exact:
-                exact[field][docnum] = stored[f"{field}_len"]
-        self.id_rank = np.argsort(np.argsort(np.array(self.ids, dtype=object)))
-        # Per-document lengths as Whoosh scores them (its one-byte encoding); averages exact, over live documents.
-        self.lengths = {
-            field: np.array([reader.doc_field_length(d, field, 0) for d in range(self.size)], dtype=float)
-            for field in ("heading", "body")
-        }
-        self.live_count = max(int(self.live.sum()), 1)
-        self.average = {field: float(values.sum() / self.live_count) or 1.0 for field, values in exact.items()}
-        self._leaves = [(leaf.reader(), offset) for leaf, offset in searcher.leaf_searchers()]
-
-    def postings(self, field: str, term: str) -> tuple[np.ndarray, np.ndarray]:
-        """Global document numbers and term frequencies of ``term`` in ``field``."""
-        docnums: list[np.ndarray] = []
-        weights: list[np.ndarray] = []
-        for reader, offset in self._leaves:
-            if (field, term) in reader:
-                ids, tfs = _read_postings(reader.postings(field, term))
-                docnums.append(ids + offset)
-                weights.append(tfs)
-        if not docnums:
-            return np.zeros(0, dtype=np.int64), np.zeros(0)
-        return np.concatenate(docnums), np.concatenate(weights)
-
-    def bm25(self, field: str, docnums: np.ndarray, tf: np.ndarray, k1: float, b: float) -> np.ndarray:
-        """Whoosh's ``scoring.bm25`` for these postings, vectorised; idf over live documents."""
-        frequency = int(self.live[docnums].sum())
-        idf = math.log(self.live_count / (frequency + 1)) + 1
-        length = self.lengths[field][docnums]
-        return idf * ((tf * (k1 + 1)) / (tf + k1 * ((1 - b) + b * length / self.average[field])))
+def _read_every_segment(searcher: Any) -> None:
+    """Read every segment's stored fields and field lengths (what a damaged file fails on)."""
+    reader = searcher.reader()
+    for docnum in reader.all_doc_ids():
+        reader.stored_fields(docnum)
+        for field in ("heading", "body"):
+            reader.doc_field_length(docnum, field, 0)
 
 
-def _read_postings(matcher: Any) -> tuple[np.ndarray, np.ndarray]:
+def read_postings(matcher: Any) -> tuple[np.ndarray, np.ndarray]:
     """Document numbers and weights of a leaf matcher, a block at a time when the codec allows.
 
     Whoosh's public ``items_as`` yields one posting per Python call; its whoosh3 leaf
@@ -407,21 +433,24 @@ def _matched_words(hit: Any, words: dict[str, str]) -> tuple[str, ...]:
     return tuple(word for stem, word in words.items() if stem in stems)
 
 
-def _fields(passage: Passage, analyzer: Analyzer) -> dict[str, Any]:
+def _analysed(passage: Passage, analyzer: Analyzer) -> tuple[dict[str, Any], AnalysedPassage]:
+    """The Whoosh document of ``passage`` and its term counts (one analysis serves both)."""
     heading = " / ".join(passage.heading_path)
-    return {
+    counts = {"heading": _term_counts(heading, analyzer), "body": _term_counts(passage.text, analyzer)}
+    fields = {
         "id": passage.id,
         "path": passage.path,
         "heading": heading,
         "body": passage.text,
-        "heading_len": _token_count(heading, analyzer),
-        "body_len": _token_count(passage.text, analyzer),
+        "heading_len": sum(counts["heading"].values()),  # exact token counts: field statistics over live documents
+        "body_len": sum(counts["body"].values()),
     }
+    return fields, AnalysedPassage(passage.id, passage.path, counts)
 
 
-def _token_count(text: str, analyzer: Analyzer) -> int:
-    """The field length Whoosh records for ``text`` (its indexed tokens)."""
-    return sum(1 for _ in analyzer(text, mode="index"))
+def _term_counts(text: str, analyzer: Analyzer) -> Counter[str]:
+    """How often each index term occurs in ``text`` (the tokens Whoosh indexes and counts as its length)."""
+    return Counter(token.text for token in analyzer(text, mode="index"))
 
 
 def _check_built(folder: Path, passages: dict[str, StoredPassage]) -> None:

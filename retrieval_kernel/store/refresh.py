@@ -4,7 +4,8 @@ Modes
 -----
 ``off``       never refresh on a query; the packet says ``stale`` (with each lane's lag)
               when the notes changed.
-``on-query``  before answering, look for changed notes (a stat of every file, no reading);
+``on-query``  before answering, look for changed notes (a stat of every file, no reading,
+              and only after the OS reported a change: see :mod:`.changefeed`);
               refresh when there are some, once no note has been saved for ``debounce``
               seconds (each new save restarts the window). Inside that window the packet
               is ``stale`` and answers from the last good projections.
@@ -36,6 +37,7 @@ DEFAULT_MODE = "on-query"
 DEFAULT_DEBOUNCE = 0.0
 DEFAULT_INTERVAL = 1.0
 LAST_REFRESH_KEY = "last_refresh"
+CHANGE_DETECTION = ("notify", "walk")  # how a refreshing query learns that notes changed (store/changefeed.py)
 
 # Projection states, as the packet reports them.
 CONSISTENT = "consistent"
@@ -73,6 +75,12 @@ class RefreshPolicy:
 
     def deadline(self) -> float | None:
         return None if self.timeout is None else time.monotonic() + self.timeout
+
+
+def checked_change_detection(value: str) -> str:
+    if value not in CHANGE_DETECTION:
+        raise InputError(f"change detection must be one of {', '.join(CHANGE_DETECTION)}, not {value!r}")
+    return value
 
 
 @dataclass(frozen=True)

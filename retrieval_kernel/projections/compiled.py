@@ -1,0 +1,359 @@
+"""The lexical lane's scoring form: term frequencies by passage, compiled from the Whoosh index.
+
+Whoosh stays the durable lexical projection; scoring reads this in-memory form of it: per
+field a SciPy CSC matrix of term frequencies (passages by terms), each passage's exact token
+count, and the one-byte-encoded length Whoosh scores with. A query takes its terms' columns
+(slices of three arrays, no Python loop over postings) and computes Whoosh's BM25F on them,
+so ranked ids and scores equal Whoosh's own (a test pins them to 1e-6).
+
+A refresh changes it in place: the passages of a changed note are marked dead and its new
+passages appended to a small delta, compacted into the matrices once it grows. A snapshot
+(``compiled.npz`` in the serving version's folder, with the change-log position it holds) makes
+a new process's first query cheap; the changes after that position are replayed from the
+record store. Statistics (idf, average lengths) count live passages only, as Whoosh's do.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy import sparse
+from whoosh.util.numeric import _length_byte_cache
+
+FIELDS = ("heading", "body")
+SNAPSHOT_NAME = "compiled.npz"
+SNAPSHOT_FORMAT = 1
+COMPACT_AT = 2048  # delta passages (or a twentieth of the index, if more) before they are folded into the matrices
+_BYTE_LENGTHS = np.asarray(_length_byte_cache, dtype=float)
+
+
+@dataclass(frozen=True)
+class AnalysedPassage:
+    """One passage as the lexical index holds it: term counts and exact token count per field."""
+
+    id: str
+    path: str
+    counts: dict[str, Counter[str]]
+
+
+def encoded_lengths(exact: np.ndarray) -> np.ndarray:
+    """Field lengths as Whoosh stores and scores them (a logarithmic one-byte code)."""
+    codes = np.minimum(np.searchsorted(_BYTE_LENGTHS, exact, side="left"), 255)
+    return _BYTE_LENGTHS[codes]
+
+
+@dataclass
+class _Delta:
+    """Passages added since the last compaction: per field, each term's (docnums, frequencies)."""
+
+    postings: dict[str, dict[str, tuple[list[int], list[float]]]] = field(
+        default_factory=lambda: {name: {} for name in FIELDS}
+    )
+    size: int = 0
+
+    def add(self, docnum: int, counts: dict[str, Counter[str]]) -> None:
+        for name in FIELDS:
+            for term, count in counts[name].items():
+                docs, tfs = self.postings[name].setdefault(term, ([], []))
+                docs.append(docnum)
+                tfs.append(float(count))
+        self.size += 1
+
+
+class CompiledLexicon:
+    """Term frequencies by passage for the heading and body fields, with ids, paths and live flags."""
+
+    def __init__(
+        self,
+        ids: list[str],
+        paths: list[str],
+        terms: dict[str, int],
+        matrices: dict[str, sparse.csc_matrix],
+        exact: dict[str, np.ndarray],
+        version: int | None = None,
+        high_water: int = 0,
+    ) -> None:
+        self.ids, self.paths, self.terms = ids, paths, terms
+        self.matrices, self.exact = matrices, exact
+        self.version, self.high_water = version, high_water
+        self.live = np.ones(len(ids), dtype=bool)
+        self.lengths = {name: encoded_lengths(values) for name, values in exact.items()}
+        self._delta = _Delta()
+        self._by_id: dict[str, int] = {}
+        self._by_id_size = -1
+        self._by_path: dict[str, list[int]] = {}
+        for docnum, path in enumerate(paths):
+            self._by_path.setdefault(path, []).append(docnum)
+
+    # ------------------------------------------------------------ building
+
+    @classmethod
+    def from_passages(
+        cls, passages: Iterable[AnalysedPassage], version: int | None = None, high_water: int = 0
+    ) -> CompiledLexicon:
+        ids: list[str] = []
+        paths: list[str] = []
+        terms: dict[str, int] = {}
+        rows = {name: ([], [], []) for name in FIELDS}  # type: dict[str, tuple[list[int], list[int], list[float]]]
+        exact = {name: [] for name in FIELDS}  # type: dict[str, list[int]]
+        for docnum, passage in enumerate(passages):
+            ids.append(passage.id)
+            paths.append(passage.path)
+            for name in FIELDS:
+                counts = passage.counts[name]
+                exact[name].append(sum(counts.values()))
+                row, col, data = rows[name]
+                for term, count in counts.items():
+                    row.append(docnum)
+                    col.append(terms.setdefault(term, len(terms)))
+                    data.append(float(count))
+        shape = (len(ids), len(terms))
+        matrices = {name: _csc(*rows[name], shape) for name in FIELDS}
+        arrays = {name: np.asarray(exact[name], dtype=float) for name in FIELDS}
+        return cls(ids, paths, terms, matrices, arrays, version, high_water)
+
+    @classmethod
+    def from_whoosh(cls, searcher: Any, version: int | None = None, high_water: int = 0) -> CompiledLexicon:
+        """Read every posting of a Whoosh index (an index built before snapshots existed)."""
+        from .lexical import read_postings
+
+        reader = searcher.reader()
+        size = int(reader.doc_count_all())
+        ids = [""] * size
+        live = np.zeros(size, dtype=bool)
+        exact = {name: np.zeros(size) for name in FIELDS}
+        for docnum in reader.all_doc_ids():
+            stored = reader.stored_fields(docnum)
+            live[docnum] = True
+            ids[docnum] = stored["id"]
+            for name in FIELDS:
+                exact[name][docnum] = stored[f"{name}_len"]
+        paths = [""] * size
+        leaves = [(leaf.reader(), offset) for leaf, offset in searcher.leaf_searchers()]
+        terms: dict[str, int] = {}
+        rows = {name: ([], [], []) for name in FIELDS}  # type: dict[str, tuple[list[Any], list[Any], list[Any]]]
+        for leaf, offset in leaves:
+            for name in ("path", *FIELDS):
+                for raw in leaf.lexicon(name):
+                    term = raw.decode() if isinstance(raw, bytes) else str(raw)
+                    docnums, tfs = read_postings(leaf.postings(name, raw))
+                    docnums = docnums + offset
+                    if name == "path":
+                        for docnum in docnums.tolist():
+                            paths[docnum] = term
+                        continue
+                    row, col, data = rows[name]
+                    row.append(docnums)
+                    col.append(np.full(docnums.size, terms.setdefault(term, len(terms))))
+                    data.append(tfs)
+        shape = (size, len(terms))
+        matrices = {name: _csc(*_joined(rows[name]), shape) for name in FIELDS}
+        compiled = cls(ids, paths, terms, matrices, exact, version, high_water)
+        compiled.live = live
+        return compiled.compacted()
+
+    # ------------------------------------------------------------ changing
+
+    def replace_notes(self, paths: Iterable[str], passages: Sequence[AnalysedPassage], high_water: int) -> bool:
+        """Drop every passage of ``paths`` and add ``passages`` (a refresh of those notes).
+
+        Returns whether the delta was folded into fresh matrices (then worth a new snapshot).
+        """
+        for path in paths:
+            for docnum in self._by_path.pop(path, []):
+                self.live[docnum] = False
+        for passage in passages:
+            docnum = len(self.ids)
+            self.ids.append(passage.id)
+            self.paths.append(passage.path)
+            self._by_path.setdefault(passage.path, []).append(docnum)
+            for term_counts in passage.counts.values():
+                for term in term_counts:
+                    self.terms.setdefault(term, len(self.terms))
+            self._delta.add(docnum, passage.counts)
+            for name in FIELDS:
+                self.exact[name] = np.append(self.exact[name], float(sum(passage.counts[name].values())))
+        self.live = np.concatenate([self.live, np.ones(len(self.ids) - self.live.size, dtype=bool)])
+        self.lengths = {name: encoded_lengths(values) for name, values in self.exact.items()}
+        self.high_water = high_water
+        if self._delta.size <= max(COMPACT_AT, len(self.ids) // 20):
+            return False
+        self.__dict__.update(self.compacted().__dict__)
+        return True
+
+    def compacted(self) -> CompiledLexicon:
+        """The same live passages in fresh matrices: no delta, no dead rows."""
+        keep = np.flatnonzero(self.live)
+        renumber = np.full(len(self.ids), -1)
+        renumber[keep] = np.arange(keep.size)
+        matrices = {}
+        for name in FIELDS:
+            base = self.matrices[name].tocoo()
+            rows, cols, data = [base.row], [base.col], [base.data]
+            for term, (docs, tfs) in self._delta.postings[name].items():
+                rows.append(np.asarray(docs))
+                cols.append(np.full(len(docs), self.terms[term]))
+                data.append(np.asarray(tfs))
+            row, col, values = (np.concatenate(part) for part in (rows, cols, data))
+            alive = renumber[row] >= 0
+            matrices[name] = _csc(renumber[row[alive]], col[alive], values[alive], (keep.size, len(self.terms)))
+        ids = [self.ids[d] for d in keep.tolist()]
+        paths = [self.paths[d] for d in keep.tolist()]
+        exact = {name: values[keep] for name, values in self.exact.items()}
+        return CompiledLexicon(ids, paths, dict(self.terms), matrices, exact, self.version, self.high_water)
+
+    # ------------------------------------------------------------ scoring
+
+    @property
+    def size(self) -> int:
+        return len(self.ids)
+
+    def live_count(self) -> int:
+        return int(self.live.sum())
+
+    def postings(self, name: str, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """Document numbers and term frequencies of ``term`` in field ``name`` (dead passages included)."""
+        column = self.terms.get(term)
+        if column is None:
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        matrix = self.matrices[name]
+        parts_docs, parts_tfs = [], []
+        if column < matrix.shape[1]:
+            start, end = matrix.indptr[column], matrix.indptr[column + 1]
+            parts_docs.append(matrix.indices[start:end].astype(np.int64))
+            parts_tfs.append(matrix.data[start:end])
+        extra = self._delta.postings[name].get(term)
+        if extra is not None:
+            parts_docs.append(np.asarray(extra[0], dtype=np.int64))
+            parts_tfs.append(np.asarray(extra[1]))
+        if not parts_docs:
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        return np.concatenate(parts_docs), np.concatenate(parts_tfs)
+
+    def bm25(self, name: str, docnums: np.ndarray, tf: np.ndarray, k1: float, b: float) -> np.ndarray:
+        """Whoosh's ``scoring.bm25`` on these postings; idf and average length over live passages."""
+        live_count = max(self.live_count(), 1)
+        frequency = int(self.live[docnums].sum())
+        idf = math.log(live_count / (frequency + 1)) + 1
+        average = float(self.exact[name][self.live].sum() / live_count) or 1.0
+        length = self.lengths[name][docnums]
+        return idf * ((tf * (k1 + 1)) / (tf + k1 * ((1 - b) + b * length / average)))
+
+    def scores(
+        self, terms: Sequence[str], k1: float, b: float, boosts: dict[str, float], excluded: Iterable[str] = ()
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """BM25F of every passage for ``terms`` (dead and ``excluded`` passages score 0), and each term's passages."""
+        scores = np.zeros(self.size)
+        found: dict[str, list[np.ndarray]] = {}
+        for name in FIELDS:
+            for term in terms:
+                docnums, tf = self.postings(name, term)
+                if docnums.size:
+                    scores[docnums] += boosts[name] * self.bm25(name, docnums, tf, k1, b)
+                    found.setdefault(term, []).append(docnums)
+        scores[~self.live] = 0.0
+        hidden = [d for pid in excluded for d in self._docnums_of(pid)]
+        scores[hidden] = 0.0
+        return scores, {term: np.unique(np.concatenate(parts)) for term, parts in found.items()}
+
+    def _docnums_of(self, passage_id: str) -> list[int]:
+        if self._by_id_size != len(self.ids):
+            self._by_id = {pid: d for d, pid in enumerate(self.ids)}  # later rows win: the live one
+            self._by_id_size = len(self.ids)
+        docnum = self._by_id.get(passage_id)
+        return [] if docnum is None else [docnum]
+
+    def top(self, scores: np.ndarray, limit: int) -> list[int]:
+        """The ``limit`` best passages with a positive score; equal scores (to 1e-9) by passage id."""
+        matched = np.flatnonzero(scores > 0)
+        if matched.size == 0 or limit <= 0:
+            return []
+        rounded = np.round(scores[matched], 9)
+        if matched.size > limit:
+            cutoff = np.partition(rounded, matched.size - limit)[matched.size - limit]
+            chosen = rounded >= cutoff  # everything tied with the last place competes on id
+            matched, rounded = matched[chosen], rounded[chosen]
+        order = sorted(range(matched.size), key=lambda i: (-rounded[i], self.ids[matched[i]]))
+        return [int(matched[i]) for i in order[:limit]]
+
+    # ------------------------------------------------------------ snapshots
+
+    def save(self, folder: Path) -> None:
+        """Write a compacted snapshot into ``folder`` (atomically: a reader sees the old file or the new)."""
+        compact = self.compacted() if self._delta.size or not self.live.all() else self
+        arrays: dict[str, Any] = {
+            "meta": np.frombuffer(
+                json.dumps(
+                    {
+                        "format": SNAPSHOT_FORMAT,
+                        "version": compact.version,
+                        "high_water": compact.high_water,
+                        "ids": compact.ids,
+                        "paths": compact.paths,
+                        "terms": sorted(compact.terms, key=compact.terms.__getitem__),
+                    }
+                ).encode(),
+                dtype=np.uint8,
+            )
+        }
+        for name in FIELDS:
+            matrix = compact.matrices[name]
+            arrays.update(
+                {
+                    f"{name}_data": matrix.data,
+                    f"{name}_indices": matrix.indices,
+                    f"{name}_indptr": matrix.indptr,
+                    f"{name}_exact": compact.exact[name],
+                }
+            )
+        partial = folder / f".{SNAPSHOT_NAME}.partial"
+        with open(partial, "wb") as handle:
+            np.savez(handle, **arrays)
+        os.replace(partial, folder / SNAPSHOT_NAME)
+
+    @classmethod
+    def load(cls, folder: Path) -> CompiledLexicon | None:
+        """The snapshot in ``folder``, or ``None`` when there is none or it cannot be read."""
+        path = folder / SNAPSHOT_NAME
+        if not path.exists():
+            return None
+        try:
+            with np.load(path, allow_pickle=False) as stored:
+                meta = json.loads(stored["meta"].tobytes().decode())
+                if meta.get("format") != SNAPSHOT_FORMAT:
+                    return None
+                terms = {term: column for column, term in enumerate(meta["terms"])}
+                shape = (len(meta["ids"]), len(terms))
+                matrices = {
+                    name: sparse.csc_matrix(
+                        (stored[f"{name}_data"], stored[f"{name}_indices"], stored[f"{name}_indptr"]), shape=shape
+                    )
+                    for name in FIELDS
+                }
+                exact = {name: np.asarray(stored[f"{name}_exact"], dtype=float) for name in FIELDS}
+        except (OSError, ValueError, KeyError, TypeError) as exc:  # damaged: rebuilt from the postings
+            del exc
+            return None
+        return cls(meta["ids"], meta["paths"], terms, matrices, exact, meta["version"], meta["high_water"])
+
+
+def _joined(parts: tuple[list[Any], list[Any], list[Any]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    row, col, data = (np.concatenate(part) if part else np.zeros(0) for part in parts)
+    return row, col, data
+
+
+def _csc(rows: Any, cols: Any, data: Any, shape: tuple[int, int]) -> sparse.csc_matrix:
+    matrix = sparse.csc_matrix(
+        (np.asarray(data, dtype=float), (np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64))),
+        shape=shape,
+    )
+    matrix.sort_indices()
+    return matrix

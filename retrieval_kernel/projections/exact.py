@@ -1,0 +1,75 @@
+"""Exact cosine search over the dense collection's vectors held in memory, patched in place on refresh.
+
+Reading every vector back from Chroma costs seconds at 50,000 passages; a refresh of one note
+should cost the next query milliseconds. So a refresh marks the changed notes' rows dead and
+appends their new vectors to a small delta matrix, folded into the main one once it grows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+FOLD_AT = 1024  # delta rows (or a twentieth of the matrix, if more) before they are folded in
+
+
+class ExactVectors:
+    """Unit vectors by passage (with each passage's note path), searched by a matrix product."""
+
+    def __init__(self, ids: Sequence[str], paths: Sequence[str], matrix: np.ndarray) -> None:
+        self.ids = list(ids)
+        self.paths = list(paths)
+        self.matrix = np.asarray(matrix, dtype="float32")
+        if self.matrix.ndim != 2 or self.matrix.shape[0] != len(self.ids):
+            raise ValueError(
+                f"{len(self.ids)} ids need as many rows of vectors, not an array of shape {self.matrix.shape}"
+            )
+        self.dead = np.zeros(len(self.ids), dtype=bool)
+        self._extra_ids: list[str] = []
+        self._extra_paths: list[str] = []
+        self._extra_rows: list[np.ndarray] = []
+
+    def __len__(self) -> int:
+        return int((~self.dead).sum()) + len(self._extra_ids)
+
+    def replace_notes(
+        self, paths: Iterable[str], ids: Sequence[str], note_paths: Sequence[str], vectors: np.ndarray
+    ) -> None:
+        """Drop every row of ``paths`` and add ``vectors`` (rows of ``ids`` from ``note_paths``)."""
+        gone = set(paths)
+        if gone:
+            self.dead |= np.fromiter((path in gone for path in self.paths), dtype=bool, count=len(self.paths))
+            kept = [i for i, path in enumerate(self._extra_paths) if path not in gone]
+            self._extra_ids = [self._extra_ids[i] for i in kept]
+            self._extra_paths = [self._extra_paths[i] for i in kept]
+            self._extra_rows = [self._extra_rows[i] for i in kept]
+        self._extra_ids.extend(ids)
+        self._extra_paths.extend(note_paths)
+        self._extra_rows.extend(np.asarray(vectors, dtype="float32").reshape(len(ids), self.matrix.shape[1]))
+        if len(self._extra_ids) > max(FOLD_AT, len(self.ids) // 20):
+            self._fold()
+
+    def _fold(self) -> None:
+        alive = ~self.dead
+        self.ids = [pid for pid, keep in zip(self.ids, alive, strict=True) if keep] + self._extra_ids
+        self.paths = [path for path, keep in zip(self.paths, alive, strict=True) if keep] + self._extra_paths
+        extra = np.stack(self._extra_rows) if self._extra_rows else np.zeros((0, self.matrix.shape[1]), "float32")
+        self.matrix = np.vstack([self.matrix[alive], extra])
+        self.dead = np.zeros(len(self.ids), dtype=bool)
+        self._extra_ids, self._extra_paths, self._extra_rows = [], [], []
+
+    def search(self, vector: np.ndarray, limit: int) -> list[tuple[str, float]]:
+        """The ``limit`` most similar live passages (scores rounded to 1e-6), unordered."""
+        query = vector.astype("float32")
+        ids = self.ids
+        scores = np.round(self.matrix @ query, 6) if len(ids) else np.zeros(0, "float32")
+        scores[self.dead] = -np.inf
+        if self._extra_rows:
+            ids = ids + self._extra_ids
+            scores = np.concatenate([scores, np.round(np.stack(self._extra_rows) @ query, 6)])
+        live = int(np.isfinite(scores).sum())
+        if live == 0 or limit <= 0:
+            return []
+        top = np.argpartition(-scores, min(limit, scores.size) - 1)[:limit]
+        return [(ids[i], float(scores[i])) for i in top if np.isfinite(scores[i])]

@@ -1,0 +1,118 @@
+"""The compiled lexical form scores exactly like Whoosh: on SciFact, and through random edit sequences."""
+
+from __future__ import annotations
+
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+
+from retrieval_kernel import Workspace
+from retrieval_kernel.evaluation.beir import load_beir, write_notes
+from retrieval_kernel.projections import compiled as compiled_module
+from retrieval_kernel.projections.compiled import SNAPSHOT_NAME, CompiledLexicon
+
+SCIFACT = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "scifact"
+SCIFACT_DOCUMENTS = 2000  # the abstracts the first 40 test queries judge, then the rest by id (CI time)
+WORDS = (  # noqa: SIM905 - a word list reads better as prose
+    "pump impeller valve gasket seal bearing motor shaft coupling filter strainer pressure flow "
+    "inspection overhaul quarterly monthly weekly owner approval record audit rota shift"
+).split()
+
+
+def ranked(hits) -> list[tuple[str, float]]:
+    return [(hit.passage_id, round(hit.score, 6)) for hit in hits]
+
+
+def assert_same(ours, reference, query: str) -> None:
+    assert [h.passage_id for h in ours] == [h.passage_id for h in reference], query
+    for mine, theirs in zip(ours, reference, strict=True):
+        assert abs(mine.score - theirs.score) <= 1e-6, (query, mine, theirs)
+
+
+@pytest.mark.skipif(not SCIFACT.is_dir(), reason="../shared/datasets/scifact is not present")
+def test_scifact_ranks_and_scores_equal_whooshs_collector(tmp_path: Path) -> None:
+    data = load_beir(SCIFACT)
+    asked = sorted(data.queries)[:40]
+    relevant = sorted({doc for qid in asked for doc in data.qrels.get(qid, {})})
+    kept = [*relevant, *(doc for doc in sorted(data.corpus) if doc not in relevant)][:SCIFACT_DOCUMENTS]
+    write_notes({doc: data.corpus[doc] for doc in kept}, tmp_path / "notes")
+    queries = [data.queries[qid] for qid in asked]
+    with Workspace(tmp_path / "notes", tmp_path / "store", lanes=("lexical",)) as workspace:
+        workspace.index()
+        for query in queries:
+            assert_same(workspace.lexical.search(query, 50), workspace.lexical.search_with_whoosh(query, 50), query)
+        workspace.lexical._compiled = None  # a new process: the snapshot, not the build, answers
+        loaded = CompiledLexicon.load(workspace.lexical.folder)
+        assert loaded is not None and loaded.size == workspace.passage_count()
+        for query in queries[:10]:
+            assert_same(workspace.lexical.search(query, 50), workspace.lexical.search_with_whoosh(query, 50), query)
+
+
+def _note(rng: random.Random, name: str) -> str:
+    sections = []
+    for _ in range(rng.randint(1, 4)):
+        heading = " ".join(rng.sample(WORDS, 2)).title()
+        body = " ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 30)))
+        sections.append(f"## {heading}\n\n{body}.\n")
+    return f"# {name}\n\n" + "\n".join(sections)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_edit_sequences_score_like_a_fresh_whoosh_index(tmp_path: Path, seed: int, monkeypatch) -> None:
+    """Adds, edits and deletes, applied in place (with the delta folded in often), equal Whoosh on the same
+    notes indexed afresh; a second process (snapshot plus replayed change log) equals them too."""
+    monkeypatch.setattr(compiled_module, "COMPACT_AT", 3)
+    rng = random.Random(seed)
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for n in range(12):
+        (notes / f"n{n:02d}.md").write_text(_note(rng, f"Note {n}"), encoding="utf-8")
+    queries = [" ".join(rng.sample(WORDS, rng.randint(1, 4))) for _ in range(6)]
+    with Workspace(notes, tmp_path / "store", lanes=("lexical",)) as workspace:
+        workspace.index()
+        for step in range(10):
+            existing = sorted(notes.glob("*.md"))
+            action = rng.choice(["add", "edit", "edit", "delete"] if len(existing) > 3 else ["add"])
+            if action == "add":
+                (notes / f"new{step:02d}.md").write_text(_note(rng, f"New {step}"), encoding="utf-8")
+            elif action == "edit":
+                target = rng.choice(existing)
+                target.write_text(_note(rng, target.stem), encoding="utf-8")
+            else:
+                rng.choice(existing).unlink()
+            workspace.index()
+            fresh_store = tmp_path / f"fresh-{step}"
+            with Workspace(notes, fresh_store, lanes=("lexical",)) as fresh:
+                fresh.index()
+                for query in queries:
+                    reference = fresh.lexical.search_with_whoosh(query, 20)
+                    assert_same(workspace.lexical.search(query, 20), reference, f"{step} {action} {query}")
+            shutil.rmtree(fresh_store)
+            if step % 3 == 2:  # another process opens the store: snapshot plus the change log replayed
+                with Workspace(notes, tmp_path / "store", lanes=("lexical",), refresh="off") as other:
+                    for query in queries:
+                        assert_same(other.lexical.search(query, 20), workspace.lexical.search(query, 20), query)
+
+
+def test_a_damaged_snapshot_is_read_again_from_whoosh(tmp_path: Path, workshop_notes: Path) -> None:
+    with Workspace(workshop_notes, tmp_path / "store", lanes=("lexical",)) as workspace:
+        workspace.index()
+        before = ranked(workspace.lexical.search("record owner approval", 20))
+        folder = workspace.lexical.folder
+    (folder / SNAPSHOT_NAME).write_bytes(b"not a snapshot")
+    with Workspace(workshop_notes, tmp_path / "store", lanes=("lexical",), refresh="off") as again:
+        assert ranked(again.lexical.search("record owner approval", 20)) == before
+    assert CompiledLexicon.load(folder) is not None  # written again from the postings
+
+
+def test_excluded_passages_score_nothing(tmp_path: Path, workshop_notes: Path) -> None:
+    with Workspace(workshop_notes, tmp_path / "store", lanes=("lexical",)) as workspace:
+        workspace.index()
+        compiled = workspace.lexical._compiled_form()
+        terms = ["record", "owner"]
+        scores, _ = compiled.scores(terms, 1.2, 0.5, {"heading": 0.5, "body": 1.0})
+        best = compiled.ids[compiled.top(scores, 1)[0]]
+        hidden, _ = compiled.scores(terms, 1.2, 0.5, {"heading": 0.5, "body": 1.0}, excluded=[best])
+        assert best not in {compiled.ids[d] for d in compiled.top(hidden, 50)}

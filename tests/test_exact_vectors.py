@@ -1,0 +1,76 @@
+"""In-memory exact vectors: patched in place on refresh, equal to reading every vector back."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from retrieval_kernel import Workspace
+from retrieval_kernel.projections import exact as exact_module
+from retrieval_kernel.projections.exact import ExactVectors
+
+
+def unit(rows: np.ndarray) -> np.ndarray:
+    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype("float32")
+
+
+def brute(rows: dict[str, np.ndarray], vector: np.ndarray, limit: int) -> list[str]:
+    scored = sorted(((-round(float(v @ vector), 6), pid) for pid, v in rows.items()))
+    return [pid for _, pid in scored[:limit]]
+
+
+def ordered(hits: list[tuple[str, float]]) -> list[str]:
+    return [pid for _, pid in sorted((-score, pid) for pid, score in hits)]
+
+
+@pytest.mark.parametrize("fold_at", [2, 1000])
+def test_patched_vectors_search_like_brute_force(monkeypatch, fold_at: int) -> None:
+    monkeypatch.setattr(exact_module, "FOLD_AT", fold_at)
+    rng = np.random.default_rng(7)
+    picker = random.Random(7)
+    truth = {f"n{i}#p{j}": unit(rng.normal(size=(1, 8)))[0] for i in range(20) for j in range(3)}
+    ids = sorted(truth)
+    exact = ExactVectors(ids, [pid.split("#")[0] for pid in ids], np.stack([truth[pid] for pid in ids]))
+    for step in range(25):
+        note = f"n{picker.randrange(30)}"
+        truth = {pid: v for pid, v in truth.items() if not pid.startswith(f"{note}#")}
+        fresh = {f"{note}#p{j}": unit(rng.normal(size=(1, 8)))[0] for j in range(picker.randrange(0, 4))}
+        truth.update(fresh)
+        ids = sorted(fresh)
+        rows = np.stack([fresh[pid] for pid in ids]) if ids else np.zeros((0, 8), "float32")
+        exact.replace_notes([note], ids, [note] * len(ids), rows)
+        query = unit(rng.normal(size=(1, 8)))[0]
+        assert len(exact) == len(truth)
+        assert ordered(exact.search(query, 7)) == brute(truth, query, 7), step
+
+
+def test_a_refresh_carries_the_vectors_over_without_reading_them_back(tmp_path: Path, workshop_notes: Path) -> None:
+    import shutil
+
+    notes = tmp_path / "notes"
+    shutil.copytree(workshop_notes, notes)
+    question = "Who may approve a production deployment?"
+    with Workspace(notes, tmp_path / "store", lanes=("identity", "lexical", "dense")) as workspace:
+        workspace.index()
+        workspace.query(question, as_of="2026-10-15")
+        dense = workspace.dense
+        before = dense._exact
+        assert before is not None
+        target = sorted(notes.glob("*.md"))[0]
+        target.write_text(target.read_text(encoding="utf-8") + "\n## Pager\n\nThe pager rota approves deployments.\n")
+        (notes / sorted(p.name for p in notes.glob("*.md"))[1]).unlink()
+        reads: list[int] = []
+        original = dense._all_vectors
+        dense._all_vectors = lambda *args: reads.append(1) or original(*args)  # type: ignore[method-assign]
+        packet = workspace.query(question, as_of="2026-10-15")
+        assert packet.projection == "consistent" and not reads  # patched in place, never read back
+        state = workspace.records.projection("dense")
+        vector = dense.embed_query(question)
+        patched = dense.search_vector(vector, 50, state)
+        dense._exact = None  # what a new process would read from Chroma
+        reread = dense.search_vector(vector, 50, state)
+        assert [(h.passage_id, h.score) for h in patched] == [(h.passage_id, h.score) for h in reread]
+        assert any("Pager" in pid or "pager" in pid for pid in (h.passage_id for h in reread))
