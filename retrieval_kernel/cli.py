@@ -37,7 +37,11 @@ def _settings(**options: Any) -> Settings:
 def _index(args: argparse.Namespace) -> int:
     settings = _settings(store_dir=args.store, chroma=args.chroma, refresh_timeout=args.timeout)
     with Workspace(
-        args.notes_dir, settings.store_dir, chroma=settings.chroma, refresh_timeout=settings.refresh_timeout
+        args.notes_dir,
+        settings.store_dir,
+        chroma=settings.chroma,
+        refresh_timeout=settings.refresh_timeout,
+        progress=sys.stderr.isatty(),  # a bar on a terminal; logs and pipes stay clean
     ) as workspace:
         report = workspace.index()
         summary = {

@@ -341,6 +341,7 @@ class ContextMagics(Magics, Configurable):
                 refresh=settings.refresh_mode,
                 debounce=settings.debounce,
                 refresh_timeout=settings.refresh_timeout,
+                progress=True,  # a first %context on a big folder shows what it is doing (small jobs stay quiet)
             )
         return self._workspaces[key]
 

@@ -22,8 +22,9 @@ from ..errors import LaneUnavailableError, StoreError
 from ..output.packet import LaneReport
 from ..projections import lexical
 from ..projections.chroma_client import ChromaSettings, EmbeddedStoreUnreadableError
-from ..projections.embedding import go_offline
+from ..projections.embedding import go_offline, import_chromadb_quickly
 from ..store.indexing import refresh_lock
+from ..store.progress import Progress
 from ..store.records import RecordStore
 from . import identity
 
@@ -160,6 +161,7 @@ class LaneHost(Protocol):
     candidate_pool: int
     dense_min_cosine: float
     lane_errors: dict[str, str]
+    progress: Progress
 
     def deadline(self) -> float | None: ...
 
@@ -257,6 +259,7 @@ class DenseLane:
         if self._projection is None:
             go_offline()  # before chromadb is imported: no telemetry, no hub downloads
             try:
+                import_chromadb_quickly()
                 from ..projections.dense import DenseProjection
             except ImportError as exc:
                 raise LaneUnavailableError(f"the dense lane needs chromadb: pip install chromadb ({exc})") from exc
@@ -264,6 +267,7 @@ class DenseLane:
             self._projection = DenseProjection(
                 self.host.store_dir, self.embedder, chroma=self.chroma, store_id=identity_of_store
             )
+            self._projection.progress = self.host.progress
         return self._projection
 
     def sync(self) -> None:

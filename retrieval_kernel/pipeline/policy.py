@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from functools import lru_cache
 from typing import Any
 
 from ..corpus.facts import NoteFacts
@@ -247,7 +248,12 @@ def _dedup(
 
 
 def _shingles(candidate: Candidate) -> frozenset[Any]:
-    lines = candidate.stored.passage.text.split("\n")
+    return _shingles_of(candidate.stored.passage.text)
+
+
+@lru_cache(maxsize=8192)  # the same passages come back query after query
+def _shingles_of(text: str) -> frozenset[Any]:
+    lines = text.split("\n")
     body = lines[1:] if len(lines) > 1 and lines[0].lstrip().startswith("#") else lines
     words = _TOKEN.findall(" ".join(body).lower())
     if len(words) < 3:
@@ -308,11 +314,12 @@ def _order(
     governing = stated + [a for a in _first_admission_per_note(ranked) if a.candidate.path in notes]
     counter = [a for a in ranked if a.role == COUNTER][:1] if top > 1 else []  # a single slot goes to the best
     priority = [*always, *ranked[:1], *governing, *counter, *ranked]
-    chosen: list[Admission] = []
+    chosen: set[int] = set()  # by identity: the same admission objects (dataclass == is deep)
+    always_ids = {id(a) for a in always}
     for admission in priority:
-        if admission not in chosen and (len(chosen) < top or admission in always):
-            chosen.append(admission)
-    return [admission for admission in ranked if admission in chosen]
+        if id(admission) not in chosen and (len(chosen) < top or id(admission) in always_ids):
+            chosen.add(id(admission))
+    return [admission for admission in ranked if id(admission) in chosen]
 
 
 def _first_admission_per_note(ranked: Sequence[Admission]) -> list[Admission]:

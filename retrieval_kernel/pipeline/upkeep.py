@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 from ..errors import RefreshBusyError, RefreshTimeoutError, StoreError
 from ..store.changefeed import ChangeFeed
 from ..store.indexing import LOCK_NAME, SyncReport, pending_stats, refresh_lock, sync_notes
+from ..store.progress import Progress
 from ..store.records import RecordStore
 from ..store.refresh import (
     CONSISTENT,
@@ -31,6 +33,10 @@ from ..store.refresh import (
 from .lanes import DenseLane, LexicalLane
 
 PROJECTED_LANES = ("lexical", "dense")  # the lanes with a projection to keep caught up
+# A refresh a query starts stops here unless the policy sets its own limit: what it finished is kept
+# (notes, cached vectors) and the next query carries on, so a first question on a big folder is never
+# stuck behind an unbounded job. An explicit index() has no limit unless one is given.
+QUERY_REFRESH_TIMEOUT = 600.0
 
 
 class Upkeep:
@@ -50,6 +56,7 @@ class Upkeep:
     dense_lane: DenseLane
     _debounce: Debounce
     _watcher: Watcher | None
+    progress: Progress
     change_detection: str  # "notify" (OS change notifications, walk only after one) or "walk" (stat every note)
     _feed: ChangeFeed | None = None
     _feed_opened = False
@@ -58,20 +65,23 @@ class Upkeep:
     def deadline(self) -> float | None:
         return self.policy.deadline()
 
-    def index(self, wait: bool = True) -> SyncReport:
+    def index(self, wait: bool = True, timeout: float | None = None) -> SyncReport:
         """Bring the record store and every projection up to date (incrementally).
 
         Holds the store's refresh lock; with ``wait=False`` a lock held elsewhere raises
-        ``RefreshBusyError``. Past the policy's ``timeout`` it raises ``RefreshTimeoutError``
-        (every note finished so far is kept; projections keep their last good version).
+        ``RefreshBusyError``. Past ``timeout`` (default: the policy's; none unless set) it raises
+        ``RefreshTimeoutError`` (every note finished so far is kept; projections keep their last good version).
         A dense-lane failure does not stop indexing: it is kept in ``lane_errors`` and
         the packet reports the lane ``unavailable``.
         """
-        deadline = self.policy.deadline()
+        limit = timeout if timeout is not None else self.policy.timeout
+        deadline = None if limit is None else time.monotonic() + limit
         lexical = self.lexical_lane.projection
         with refresh_lock(self.store_dir, wait=wait):
             try:
-                report = sync_notes(self.notes_dir, self.records, self.max_passage_chars, deadline, self.index_clock)
+                report = sync_notes(
+                    self.notes_dir, self.records, self.max_passage_chars, deadline, self.index_clock, self.progress
+                )
                 lexical.sync(self.records, deadline)
                 if "dense" in self.lanes:
                     self.dense_lane.sync()
@@ -102,7 +112,7 @@ class Upkeep:
         process or thread is publishing a refresh.
         """
         try:
-            report = self.index(wait=wait)
+            report = self.index(wait=wait, timeout=self.policy.timeout or QUERY_REFRESH_TIMEOUT)
         except RefreshBusyError as exc:
             return RefreshOutcome(REFRESHING, None, f"{exc}; answering from the last good index", self._pending())
         except (StoreError, OSError) as exc:

@@ -22,6 +22,7 @@ from ..projections.embedding import DEFAULT_EMBEDDER
 from ..projections.lexical import LexicalProjection
 from ..settings import default_store_dir, resolve_chroma
 from ..store.indexing import SyncReport, refresh_lock, standing_warnings
+from ..store.progress import Progress
 from ..store.records import RecordStore, StoredPassage, utc_now
 from ..store.refresh import CONSISTENT, Debounce, RefreshPolicy, RefreshRecord, Watcher, checked_change_detection
 from . import policy
@@ -77,7 +78,8 @@ class Workspace(Upkeep):
     ``notify`` (default) learns of changed notes from the OS and stats the notes only after
     a change (falling back to ``walk`` where the OS cannot notify); ``walk`` stats every
     note on every refreshing query (for folders whose changes the OS does not report, such
-    as some network mounts).
+    as some network mounts). ``progress`` shows a bar (tqdm) while a long index or refresh
+    reads notes, indexes passages or embeds them.
     """
 
     def __init__(
@@ -98,6 +100,7 @@ class Workspace(Upkeep):
         index_clock: Callable[[], str] = utc_now,
         judge_answers: bool = True,
         change_detection: str = "notify",
+        progress: bool = False,
     ) -> None:
         self.notes_dir = Path(notes_dir)
         if not self.notes_dir.is_dir():
@@ -112,6 +115,7 @@ class Workspace(Upkeep):
         self.live_checks = tuple(live_checks)
         self.policy = RefreshPolicy.checked(refresh, debounce, refresh_timeout, watch_interval)
         self.change_detection = checked_change_detection(change_detection)
+        self.progress = Progress(enabled=progress)
         self.index_clock = index_clock  # when notes count as indexed (ISO 8601 UTC); fixed in demos and tests
         # Where the dense vectors live: "embedded", a server URL, or settings (else env var, pyproject, embedded).
         self.chroma = resolve_chroma(chroma)
@@ -122,6 +126,7 @@ class Workspace(Upkeep):
         self.lane_errors: dict[str, str] = {}
         self.identity_lane = IdentityLane(self)
         self.lexical_lane = LexicalLane(self)
+        self.lexical_lane.projection.progress = self.progress
         self.dense_lane = DenseLane(self, embedder, self.chroma)
         self._views: dict[tuple[int, frozenset[str]], ScopeView] = {}
         self.judge = Judge(self.lexical_lane.projection, self._outline)

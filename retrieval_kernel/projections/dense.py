@@ -37,6 +37,7 @@ from chromadb.utils.embedding_functions import register_embedding_function
 
 from ..corpus.notes import Passage
 from ..errors import StaleCollectionError
+from ..store.progress import SILENT
 from ..store.records import ProjectionState, RecordStore, utc_now
 from .chroma_client import ChromaConnection, ChromaSettings, forget_embedded
 from .embedding import DEFAULT_EMBEDDER, Embedder, go_offline, load_embedder
@@ -60,6 +61,7 @@ META_MODEL = "rk_model"
 META_BUILT_AT = "rk_built_at"
 BUILDING = -1  # high-water mark of a collection still being filled: never valid
 
+EMBED_CHUNK = 1024  # passages embedded (and cached) per step of a long sync
 EXACT_SEARCH_LIMIT = 100_000  # up to this many vectors, exact numpy search beats HNSW round trips
 
 T = TypeVar("T")
@@ -206,6 +208,7 @@ class DenseProjection:
         self._exact: tuple[tuple[ProjectionState, str], ExactVectors] | None = None
         self.embedded_last_sync = 0
         self.rebuilt_because: str | None = None  # why the last sync rebuilt the collection (None: it did not)
+        self.progress = SILENT  # a bar while many passages are embedded (set by the workspace)
 
     @property
     def embedder_name(self) -> str:
@@ -308,13 +311,15 @@ class DenseProjection:
         cache = self._get_cache()
         model = self.embedder_name
         vectors = cache.get(model, [p.sha256 for p in passages])
-        missing = {p.sha256: p.text for p in passages if p.sha256 not in vectors}
-        if missing:
-            fresh = self.function.embedder.embed(list(missing.values()))
-            new = dict(zip(missing, fresh, strict=True))
-            cache.put(model, new)
-            vectors.update(new)
-            self.embedded_last_sync += len(new)
+        missing = list({p.sha256: p.text for p in passages if p.sha256 not in vectors}.items())
+        with self.progress.track("embedding passages", len(missing), "passage") as step:
+            for start in range(0, len(missing), EMBED_CHUNK):  # cached chunk by chunk: a kill keeps what is done
+                chunk = dict(missing[start : start + EMBED_CHUNK])
+                new = dict(zip(chunk, self.function.embedder.embed(list(chunk.values())), strict=True))
+                cache.put(model, new)
+                vectors.update(new)
+                self.embedded_last_sync += len(new)
+                step(len(new))
         return vectors
 
     # ------------------------------------------------------------ searching

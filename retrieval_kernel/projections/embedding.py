@@ -21,6 +21,7 @@ import contextlib
 import hashlib
 import io
 import os
+import sys
 import threading
 import warnings
 from collections.abc import Sequence
@@ -53,6 +54,25 @@ def go_offline() -> None:
         "TRANSFORMERS_VERBOSITY": "error",
     }.items():
         os.environ.setdefault(name, value)
+
+
+def import_chromadb_quickly() -> None:
+    """Import chromadb without jsonschema compiling its optional IRI grammars.
+
+    chromadb imports jsonschema, whose format checkers import ``rfc3987_syntax`` when it is
+    installed (Jupyter's own dependencies install it), and that compiles 38 Lark grammars at
+    import: 2-3 s of every kernel's first dense query. Neither chromadb nor this package
+    validates IRI formats, so when jsonschema is not loaded yet, it is loaded without them:
+    in this process jsonschema then skips the ``iri`` / ``iri-reference`` format checks (it
+    checks no formats unless asked to). Imported already, nothing changes.
+    """
+    if "chromadb" in sys.modules or "jsonschema" in sys.modules or "rfc3987_syntax" in sys.modules:
+        return
+    sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # makes its import raise ImportError
+    try:
+        import chromadb  # noqa: F401
+    finally:
+        del sys.modules["rfc3987_syntax"]
 
 
 def model_dir() -> Path:

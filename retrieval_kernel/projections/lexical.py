@@ -26,6 +26,7 @@ from whoosh.scoring import BM25F
 
 from ..corpus.notes import Passage
 from ..errors import LaneUnavailableError, LexicalUnreadableError
+from ..store.progress import SILENT
 from ..store.records import ProjectionState, RecordStore, StoredPassage, check_deadline, utc_now
 from .compiled import AnalysedPassage, CompiledLexicon
 
@@ -110,6 +111,7 @@ class LexicalProjection:
         self._compiled: CompiledLexicon | None = None  # the scoring form (kept across reopening the searcher)
         self._compiled_from: Any = None  # without a record store: the searcher it was read from
         self._analyzer = make_analyzer()
+        self.progress = SILENT  # a bar while many passages are indexed (set by the workspace)
 
     @property
     def folder(self) -> Path:
@@ -181,11 +183,13 @@ class LexicalProjection:
         analysed: list[AnalysedPassage] = []
         writer = whoosh_index.create_in(folder, make_schema()).writer()
         try:
-            for stored in passages.values():
-                check_deadline(deadline, "rebuilding the lexical index")
-                fields, counted = _analysed(stored.passage, self._analyzer)
-                writer.add_document(**fields)
-                analysed.append(counted)
+            with self.progress.track("lexical index", len(passages), "passage") as step:
+                for stored in passages.values():
+                    check_deadline(deadline, "rebuilding the lexical index")
+                    fields, counted = _analysed(stored.passage, self._analyzer)
+                    writer.add_document(**fields)
+                    analysed.append(counted)
+                    step(1)
         except BaseException:
             writer.cancel()
             raise
@@ -347,7 +351,7 @@ class LexicalProjection:
     def document_count(self) -> int:
         """Live passages in the serving index (0 when it is missing or unreadable)."""
         try:
-            return self._compiled_form().live_count() if whoosh_index.exists_in(self.folder) else 0
+            return self._compiled_form().live_count() if self._serving_version() is not None else 0
         except Exception:  # unreadable: reported by search and by problem()
             self.close()
             return 0
@@ -355,7 +359,7 @@ class LexicalProjection:
     def passages_with(self, term: str) -> int:
         """How many live indexed passages hold ``term`` (an analyzed token) in their body."""
         try:
-            if not whoosh_index.exists_in(self.folder):
+            if self._serving_version() is None:
                 return 0
             compiled = self._compiled_form()
             return int(compiled.live[compiled.postings("body", term)[0]].sum())

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ..corpus.notes import DEFAULT_MAX_PASSAGE_CHARS, Note, default_module, discover_notes, note_from_bytes, scan_notes
 from ..errors import NoteError, RefreshBusyError, StoreError
+from .progress import SILENT, Progress
 from .records import RecordStore, StoredDocument, check_deadline, utc_now
 
 LOCK_NAME = "refresh.lock"
@@ -86,12 +87,14 @@ def sync_notes(
     max_passage_chars: int = DEFAULT_MAX_PASSAGE_CHARS,
     deadline: float | None = None,
     now: Callable[[], str] = utc_now,
+    progress: Progress = SILENT,
 ) -> SyncReport:
     """Add, update and tombstone documents so the store matches ``notes_root``.
 
     Each note is committed on its own (with its change-log entry), so a refresh cut
     short by ``deadline`` or a kill keeps every note it finished and redoes the rest.
     ``now`` is the index clock (ISO 8601 UTC); a fixed one makes index times reproducible.
+    ``progress`` shows a bar while many notes are read.
     """
     stored = records.documents()
     added: list[str] = []
@@ -105,35 +108,39 @@ def sync_notes(
     standing = standing_warnings(records)
     before = standing.to_json()
     standing.folder = list(scan.skipped)
+    to_read = []
     for path in scan.paths:
         rel = path.relative_to(notes_root).as_posix()
         seen.add(rel)
-        stat = path.stat()
         previous = stored.get(rel)
-        if previous and _same_stat(previous, stat):
+        if previous and _same_stat(previous, path.stat()):
             unchanged += 1
-            continue
-        check_deadline(deadline, f"reading {rel}")
-        try:
-            note, stat = _read_settled(notes_root, path, modules, max_passage_chars)
-        except NoteError as exc:
-            problems.append(Problem(rel, str(exc), kept_last_good=previous is not None))
-            standing.problems[rel] = [problems[-1].warning]
-            continue
-        except OSError as exc:  # vanished or unreadable between listing and reading
-            problems.append(Problem(rel, f"{rel}: cannot be read: {exc}", kept_last_good=previous is not None))
-            standing.problems[rel] = [problems[-1].warning]
-            continue
-        standing.problems.pop(rel, None)
-        standing.notes[rel] = list(note.warnings)
-        if previous and previous.sha256 == note.sha256:
-            records.touch(rel, stat.st_size, stat.st_mtime_ns)
-            unchanged += 1
-            continue
-        warnings.extend(note.warnings)
-        modules[note.module] = rel
-        records.upsert(note, stat.st_size, stat.st_mtime_ns, now())
-        (updated if previous else added).append(rel)
+        else:
+            to_read.append((path, rel, previous))
+    with progress.track("reading notes", len(to_read), "note") as step:
+        for path, rel, previous in to_read:
+            step(1)
+            check_deadline(deadline, f"reading {rel}")
+            try:
+                note, stat = _read_settled(notes_root, path, modules, max_passage_chars)
+            except NoteError as exc:
+                problems.append(Problem(rel, str(exc), kept_last_good=previous is not None))
+                standing.problems[rel] = [problems[-1].warning]
+                continue
+            except OSError as exc:  # vanished or unreadable between listing and reading
+                problems.append(Problem(rel, f"{rel}: cannot be read: {exc}", kept_last_good=previous is not None))
+                standing.problems[rel] = [problems[-1].warning]
+                continue
+            standing.problems.pop(rel, None)
+            standing.notes[rel] = list(note.warnings)
+            if previous and previous.sha256 == note.sha256:
+                records.touch(rel, stat.st_size, stat.st_mtime_ns)
+                unchanged += 1
+                continue
+            warnings.extend(note.warnings)
+            modules[note.module] = rel
+            records.upsert(note, stat.st_size, stat.st_mtime_ns, now())
+            (updated if previous else added).append(rel)
     deleted = sorted(set(stored) - seen)
     for rel in deleted:
         records.delete(rel, now())

@@ -130,6 +130,9 @@ def check_deadline(deadline: float | None, doing: str) -> None:
         raise RefreshTimeoutError(f"the refresh ran past its time limit while {doing}")
 
 
+PASSAGE_CACHE_LIMIT = 20_000
+
+
 class RecordStore:
     """SQLite-backed record store living in ``store_dir``."""
 
@@ -137,10 +140,14 @@ class RecordStore:
         self.store_dir = store_dir
         self.path = store_dir / DATABASE_NAME
         self.read_only = False
+        # passages by id with their (path, ordinal), valid while the change log ends at _cached_at
+        self._cached: dict[str, tuple[tuple[str, int], StoredPassage]] = {}
+        self._cached_at = -1
         try:
             store_dir.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
             self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")  # WAL: no fsync per commit; the store is derived data
             self._db.executescript(_SCHEMA)
             self._check_schema()
         except sqlite3.DatabaseError as exc:
@@ -283,25 +290,39 @@ class RecordStore:
         if ids is None:
             return {sp.passage.id: sp for sp in self._passages_where("1", ())}
         wanted = list(dict.fromkeys(ids))
-        found: dict[str, StoredPassage] = {}
-        for start in range(0, len(wanted), 500):
-            batch = tuple(wanted[start : start + 500])
+        cache = self._passage_cache()
+        missing = [pid for pid in wanted if pid not in cache]
+        for start in range(0, len(missing), 500):
+            batch = tuple(missing[start : start + 500])
             marks = ",".join("?" * len(batch))
-            found.update((sp.passage.id, sp) for sp in self._passages_where(f"p.id IN ({marks})", batch))
-        return found
+            cache.update(
+                (row[0], ((row[1], row[14]), _stored_passage(row)))
+                for row in self._rows_where(f"p.id IN ({marks})", batch)
+            )
+        found = sorted(cache[pid] for pid in wanted if pid in cache)  # by path and position, as the store reads them
+        return {stored.passage.id: stored for _, stored in found}
+
+    def _passage_cache(self) -> dict[str, tuple[tuple[str, int], StoredPassage]]:
+        """Passages read since the change log last moved (the same ids come back query after query)."""
+        newest = self.high_water()
+        if newest != self._cached_at or len(self._cached) > PASSAGE_CACHE_LIMIT:
+            self._cached, self._cached_at = {}, newest
+        return self._cached
 
     def passages_of(self, path: str) -> list[Passage]:
         """The current passages of one document, in document order."""
         return [sp.passage for sp in self._passages_where("p.path = ?", (path,))]
 
     def _passages_where(self, clause: str, args: tuple[Any, ...]) -> list[StoredPassage]:
-        rows = self._db.execute(
+        return [_stored_passage(row) for row in self._rows_where(clause, args)]
+
+    def _rows_where(self, clause: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        return self._db.execute(
             "SELECT p.id, p.path, p.module, p.heading, p.heading_path, p.line_start, p.line_end, "
-            "p.text, p.sha256, d.observed_at, d.indexed_at, d.metadata, d.revision, d.facts "
+            "p.text, p.sha256, d.observed_at, d.indexed_at, d.metadata, d.revision, d.facts, p.ordinal "
             f"FROM passages p JOIN documents d ON d.path = p.path WHERE {clause} ORDER BY p.path, p.ordinal",
             args,
         ).fetchall()
-        return [_stored_passage(row) for row in rows]
 
     def passage_ids_with_hash_prefix(self, prefix: str) -> list[str]:
         """Ids of passages whose content sha256 starts with ``prefix`` (lower-case hex)."""
