@@ -12,7 +12,8 @@ import pytest
 from retrieval_kernel import Workspace
 from retrieval_kernel.errors import InputError
 from retrieval_kernel.output.render import freshness_text
-from retrieval_kernel.pipeline.live import JsonSystemOfRecord, LiveCheck, LiveResult, run_checks
+from retrieval_kernel.pipeline.live import LiveCheck, LiveResult, run_checks
+from retrieval_kernel.pipeline.live_sources import JsonSystemOfRecord
 
 AS_OF = "2026-10-15"
 ORDER = "order-4471#order-4471"
@@ -193,10 +194,11 @@ def test_contradicting_source_leaves_it_unverified_with_the_reason(notes: Path, 
     packet, trace = query(notes, tmp_path / "store", [JsonSystemOfRecord(record)])
     order = item(packet, ORDER)
     assert order.live_verified is False
+    assert order.role == "contradicted" and order.live_status == "contradicted"
     assert "contradicted by orders" in order.reason
     assert "order_4471.purchased_days_ago: note says 20, orders says 25" in order.reason
     assert next(c for c in trace["freshness"] if c["id"] == ORDER)["live_verified"] is False
-    assert freshness_text(order).endswith(" · not live-verified")
+    assert freshness_text(order).endswith(" · CONTRADICTED by the system of record")
 
 
 def test_a_source_that_knows_nothing_of_the_note_changes_nothing(notes: Path, tmp_path: Path) -> None:

@@ -107,6 +107,7 @@ class StoredPassage:
     metadata: dict[str, Any]
     revision: int
     facts: NoteFacts = field(default_factory=NoteFacts)
+    source_sha256: str = ""  # of the note's bytes this revision was read from ("" until the next sync re-reads it)
 
 
 @dataclass(frozen=True)
@@ -297,7 +298,7 @@ class RecordStore:
     def _passages_where(self, clause: str, args: tuple[Any, ...]) -> list[StoredPassage]:
         rows = self._db.execute(
             "SELECT p.id, p.path, p.module, p.heading, p.heading_path, p.line_start, p.line_end, "
-            "p.text, p.sha256, d.observed_at, d.indexed_at, d.metadata, d.revision, d.facts "
+            "p.text, p.sha256, d.observed_at, d.indexed_at, d.metadata, d.revision, d.facts, d.sha256 "
             f"FROM passages p JOIN documents d ON d.path = p.path WHERE {clause} ORDER BY p.path, p.ordinal",
             args,
         ).fetchall()
@@ -436,4 +437,5 @@ def _stored_passage(row: tuple[Any, ...]) -> StoredPassage:
         metadata=json.loads(row[11]),
         revision=row[12],
         facts=NoteFacts.from_dict(json.loads(row[13])),
+        source_sha256=row[14],
     )
