@@ -7,6 +7,7 @@ must leave an honest, unverified packet within its time limit.
 
 from __future__ import annotations
 
+import base64
 import http.server
 import json
 import shutil
@@ -123,13 +124,18 @@ def test_the_owner_changed_yesterday_in_a_command_record(ws: Workspace) -> None:
 def ledger_server() -> Iterator[str]:
     """The ledger JSON served over HTTP on 127.0.0.1 (a real server on a free port)."""
     body = LEDGER.read_bytes()
+    basic = "Basic " + base64.b64encode(b"reader:s3cret").decode()
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            self.send_response(200 if self.path == "/values" else 404)
+            if self.path == "/private" and self.headers.get("Authorization") != basic:
+                self.send_response(401)
+                self.end_headers()
+                return
+            self.send_response(200 if self.path in ("/values", "/private") else 404)
             self.send_header("Content-Type", "application/json")
             self.end_headers()
-            self.wfile.write(body if self.path == "/values" else b"{}")
+            self.wfile.write(body if self.path in ("/values", "/private") else b"{}")
 
         def log_message(self, *args: Any) -> None:
             pass
@@ -150,6 +156,15 @@ def test_an_http_error_is_a_clear_unavailable_check(ws: Workspace, ledger_server
     packet = ask(ws, HttpSystemOfRecord(f"{ledger_server}/nothing-here", name="ledger"))
     assert item(packet).live_status == "unavailable"
     assert "answered HTTP 404" in packet.live_sources[0].detail
+
+
+def test_an_http_source_never_shows_a_password_in_the_packet(ws: Workspace, ledger_server: str) -> None:
+    refused = ask(ws, HttpSystemOfRecord(f"{ledger_server}/private", name="ledger"))
+    assert "answered HTTP 401" in refused.live_sources[0].detail
+    secret = ledger_server.replace("http://", "http://reader:s3cret@") + "/private"
+    packet = ask(ws, HttpSystemOfRecord(secret, name="ledger"))
+    assert item(packet).live_status == "contradicted"  # the request itself carried the credentials
+    assert "s3cret" not in packet.to_json() and "reader:***@" in packet.live_sources[0].location
 
 
 def test_a_record_that_agrees_verifies_and_confirms(ws: Workspace) -> None:

@@ -7,10 +7,12 @@ request is abandoned). A source is named in settings by one string (:func:`live_
     orders.json                    a JSON file (``file:orders.json`` too)
     cmd:python scripts/owners.py   a command; its standard output is the JSON
     https://sor.example/values     an HTTP(S) endpoint answering GET with the JSON
+                                   (``https://user:password@host/...`` sends Basic credentials)
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -59,8 +61,7 @@ class SystemOfRecord:
             data = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as exc:
             raise LiveSourceError(f"system of record {self.location} cannot be read as JSON: {exc}") from None
-        snapshot = Snapshot.parse(data, self.name, self.location)
-        return snapshot
+        return Snapshot.parse(data, self.name, self.location)
 
     def check(self, asserts: Mapping[str, Any]) -> LiveResult | None:
         return self.fetch().compare(asserts)
@@ -145,14 +146,22 @@ class HttpSystemOfRecord(SystemOfRecord):
     def __init__(self, url: str, name: str | None = None, timeout: float = DEFAULT_LIVE_TIMEOUT) -> None:
         parsed = urllib.parse.urlsplit(url)
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
-            raise LiveSourceError(f"a live source URL must be http(s)://host[:port]/path, not {url!r}")
-        super().__init__(url, name or parsed.hostname, timeout)
+            raise LiveSourceError(f"a live source URL must be http(s)://host[:port]/path, not {_shown(url)!r}")
+        # credentials in the URL go in a Basic Authorization header; packets and messages never show the password
+        self.url = urllib.parse.urlunsplit(parsed._replace(netloc=parsed.netloc.rsplit("@", 1)[-1]))
+        self.headers = {"Accept": "application/json"}
+        if parsed.username is not None:
+            user = urllib.parse.unquote(parsed.username)
+            password = urllib.parse.unquote(parsed.password or "")
+            token = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+            self.headers["Authorization"] = f"Basic {token}"
+        super().__init__(_shown(url), name or parsed.hostname, timeout)
 
     def read(self) -> bytes:
         return within(self.timeout, self._get, f"GET {self.location}")
 
     def _get(self) -> bytes:
-        request = urllib.request.Request(self.location, headers={"Accept": "application/json"})
+        request = urllib.request.Request(self.url, headers=self.headers)
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 body: bytes = response.read(MAX_ANSWER_BYTES + 1)
@@ -166,6 +175,15 @@ class HttpSystemOfRecord(SystemOfRecord):
         if len(body) > MAX_ANSWER_BYTES:
             raise LiveSourceError(f"live source {self.location} answered more than {MAX_ANSWER_BYTES} bytes")
         return body
+
+
+def _shown(url: str) -> str:
+    """``url`` with any password in it replaced by ``***``."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
 
 
 def within(seconds: float, work: Callable[[], _T], what: str) -> _T:
