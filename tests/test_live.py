@@ -269,3 +269,43 @@ def test_the_trace_of_a_packet_describes_that_packet(notes: Path, tmp_path: Path
         trace = ws.trace(first.trace_id)
     assert trace is not None
     assert next(c for c in trace["freshness"] if c["id"] == ORDER)["live_verified"] is True
+
+
+# ---------------------------------------------------------------- a contradicted note never stays a winner
+
+NEW = "refund-policy-b#refund-window"
+
+
+def test_a_note_conflict_won_by_a_contradicted_note_folds_into_the_records_conflict(
+    notes: Path, tmp_path: Path
+) -> None:
+    record = write_record(tmp_path / "policy-api.json", {"refund_window_days": 21})
+    packet, _ = query(notes, tmp_path / "store", [JsonSystemOfRecord(record)], text="refunds window")
+    assert item(packet, NEW).role == "contradicted"
+    about = [c for c in packet.conflicts if c.proposition == "refund_window_days"]
+    assert len(about) == 1  # the superseded(A, by=B) conflict no longer names B the winner
+    (conflict,) = about
+    assert conflict.winner == "live:policy-api"
+    assert conflict.resolution == f"live(live:policy-api over {item(packet, NEW).ref}, {OLD})"
+    assert {side.id: side.value for side in conflict.evidence} == {NEW: 14, OLD: 30, "live:policy-api": 21}
+    assert all(c.winner not in (NEW, OLD) for c in packet.conflicts)
+
+
+def test_a_record_that_agrees_with_the_winner_leaves_the_note_conflict_alone(notes: Path, tmp_path: Path) -> None:
+    record = write_record(tmp_path / "policy-api.json", {"refund_window_days": 14})
+    packet, _ = query(notes, tmp_path / "store", [JsonSystemOfRecord(record)], text="refunds window")
+    assert item(packet, NEW).live_status == "verified"
+    (conflict,) = [c for c in packet.conflicts if c.proposition == "refund_window_days"]
+    assert conflict.resolution.startswith("superseded(") and conflict.winner == NEW
+
+
+def test_two_records_that_contradict_keep_a_conflict_each(notes: Path, tmp_path: Path) -> None:
+    first = write_record(tmp_path / "policy-api.json", {"refund_window_days": 21})
+    second = write_record(tmp_path / "billing.json", {"refund_window_days": 28})
+    packet, _ = query(
+        notes, tmp_path / "store", [JsonSystemOfRecord(first), JsonSystemOfRecord(second)], text="refunds window"
+    )
+    live = [c for c in packet.conflicts if c.resolution.startswith("live(")]
+    assert [c.winner for c in live] == ["live:policy-api", "live:billing"]
+    assert OLD in {side.id for side in live[0].evidence}  # the note conflict folded into the first source's
+    assert [v.value for v in packet.record_values] == [28, 21]  # sorted by source name, both contradicting

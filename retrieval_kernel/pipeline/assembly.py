@@ -32,15 +32,16 @@ from ..output.packet import (
 from .candidates import BUDGET, HISTORICAL, SCOPE, Admission, ConflictDraft, Selection
 from .freshness import fresh_for_days, freshness_label, source_age_days
 from .live import live_status
-from .live_policy import NO_LIVE, LiveOutcome, live_keys, verify_live_reason
+from .live_policy import NO_LIVE, LiveOutcome, live_keys, overrule, verify_live_reason
 
 ABSTAIN_NOTHING_FITS = "no_evidence_fits_budget"
 ABSTAIN_UNRESOLVED_CONFLICT = "unresolved_conflict"
 
 
 def with_live(selection: Selection, live: LiveOutcome) -> Selection:
-    """The selection as live checks left it: contradicted items last, ``live`` conflicts first."""
-    return replace(selection, admitted=live.admitted, conflicts=(*live.conflicts, *selection.conflicts))
+    """The selection as live checks left it: contradicted items last, ``live`` conflicts first (see
+    :func:`~.live_policy.overrule`)."""
+    return replace(selection, admitted=live.admitted, conflicts=tuple(overrule(selection.conflicts, live.conflicts)))
 
 
 def assemble(shell: Packet, selection: Selection, as_of: dt.date, live: LiveOutcome = NO_LIVE) -> Packet:

@@ -22,7 +22,7 @@ from ..output.packet import LiveSourceState, RecordValue
 from ..store.records import StoredPassage
 from .candidates import CONTRADICTED, Admission, ConflictDraft, Side
 from .live import CONTRADICTED as LIVE_CONTRADICTED
-from .live import UNAVAILABLE, VERIFIED, LiveCheck, LiveResult, LiveRound, live_status
+from .live import UNAVAILABLE, VERIFIED, LiveCheck, LiveResult, LiveRound, live_status, same_value
 
 RECORD_AUTHORITY = "system of record"
 RECORD_STATUS = "live"
@@ -67,6 +67,30 @@ def apply_live(admitted: Sequence[Admission], checks: Sequence[LiveCheck]) -> Li
         sources=sources,
         warnings=tuple(_unavailable_warning(s) for s in sources if s.status == UNAVAILABLE),
     )
+
+
+def overrule(note_conflicts: Sequence[ConflictDraft], live_conflicts: Sequence[ConflictDraft]) -> list[ConflictDraft]:
+    """All conflicts after live checks. A conflict among notes on a proposition a record settled, whose
+    winner the record contradicts, folds into that record's ``live`` conflict (the first source's, when
+    several contradict): the record wins over every note side holding another value, so a contradicted
+    note never stays a winner anywhere."""
+    folded = list(live_conflicts)
+    first: dict[str, int] = {}
+    for index, live_conflict in enumerate(folded):
+        first.setdefault(live_conflict.proposition, index)
+    kept: list[ConflictDraft] = []
+    for conflict in note_conflicts:
+        position = first.get(conflict.proposition)
+        if position is None or not set(conflict.winners) & set(folded[position].losers):
+            kept.append(conflict)
+            continue
+        live = folded[position]
+        record = live.sides[-1]
+        shown = {side.passage_id for side in live.sides}
+        notes = [*live.sides[:-1], *(side for side in conflict.sides if side.passage_id not in shown)]
+        losers = tuple(side.passage_id for side in notes if not same_value(side.value, record.value))
+        folded[position] = replace(live, sides=(*notes, record), losers=losers)
+    return [*folded, *kept]
 
 
 def _demoted(admission: Admission) -> Admission:
