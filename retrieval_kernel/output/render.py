@@ -69,7 +69,7 @@ LIVE_TEXT = {
 
 
 def record_value_text(value: RecordValue) -> str:
-    """``system of record orders-api (checked …): owner = Bo; contradicts note#x, which says otherwise``."""
+    """``system of record ledger (checked …): owner = Bo; contradicts note#owner (the record wins)``."""
     when = f" (checked {value.checked_at})" if value.checked_at else ""
     said = f"{value.source}{when}: {value.proposition} = {value.value}"
     if value.contradicts:
