@@ -31,6 +31,8 @@ from .errors import (
     InputError,
     LaneUnavailableError,
     LexicalUnreadableError,
+    LiveSourceError,
+    LiveTimeoutError,
     NoteDecodeError,
     NoteError,
     NotesDirError,
@@ -46,7 +48,8 @@ from .errors import (
 )
 from .output.grounding import check_grounding
 from .output.packet import Budget, Conflict, Evidence, Packet
-from .pipeline.live import JsonSystemOfRecord
+from .output.verify import verify_packet
+from .pipeline.live_sources import CommandSystemOfRecord, HttpSystemOfRecord, JsonSystemOfRecord
 from .pipeline.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -62,6 +65,7 @@ __all__ = [
     "BudgetTooSmallError",
     "ChromaConfigError",
     "ChromaServerError",
+    "CommandSystemOfRecord",
     "Conflict",
     "CorruptStoreError",
     "DateError",
@@ -71,11 +75,14 @@ __all__ = [
     "Explorer",
     "FrontMatterError",
     "FrozenInputChangedError",
+    "HttpSystemOfRecord",
     "InputError",
     "JsonSystemOfRecord",
     "JudgeSelector",
     "LaneUnavailableError",
     "LexicalUnreadableError",
+    "LiveSourceError",
+    "LiveTimeoutError",
     "NoteDecodeError",
     "NoteError",
     "NotesDirError",
@@ -97,6 +104,7 @@ __all__ = [
     "check_grounding",
     "load_ipython_extension",
     "select_applicable",
+    "verify_packet",
 ]
 
 

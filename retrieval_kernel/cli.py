@@ -1,8 +1,9 @@
 """``retrieval-kernel``: the command-line adapter for scripts and agents.
 
 Exit codes: 0 success; 1 an evaluation gate failed (the receipt is still
-written); 2 bad input or usage (a message on stderr, no traceback); 3 frozen
-evaluation inputs changed, so nothing was scored.
+written), or ``verify`` found a citation that no longer matches; 2 bad input
+or usage (a message on stderr, no traceback); 3 frozen evaluation inputs
+changed, so nothing was scored.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import FrozenInputChangedError, InputError, RetrievalKernelError
 from .pipeline.candidates import INTENTS
+from .pipeline.live_sources import DEFAULT_LIVE_TIMEOUT
 from .pipeline.requests import LANES, checked_lanes
 from .pipeline.workspace import Workspace
 from .projections.embedding import DEFAULT_EMBEDDER, EMBEDDERS
@@ -26,6 +28,10 @@ if TYPE_CHECKING:
     from .output.packet import Packet
 
 EXIT_OK, EXIT_GATE_FAILED, EXIT_BAD_INPUT, EXIT_FROZEN_CHANGED = 0, 1, 2, 3
+LIVE_HELP = (
+    "a system of record to check notes against (repeatable): a JSON file, 'cmd:COMMAND' printing JSON, "
+    "or an http(s):// URL (default: pyproject live)"
+)
 CHROMA_HELP = f"where dense vectors live: 'embedded' or http://host:port (default: pyproject chroma, ${ENV_URL})"
 
 
@@ -106,6 +112,8 @@ def _query_settings(args: argparse.Namespace) -> Settings:
         scope=args.scope,
         intent=args.intent,
         chroma=args.chroma,
+        live=[] if args.no_live else args.live,
+        live_timeout=args.live_timeout,
     )
 
 
@@ -125,10 +133,20 @@ def _query(args: argparse.Namespace) -> int:
             scopes=settings.scopes,
             intent=settings.intent,
             audit=args.audit,
+            live_checks=settings.live_checks(),
             **budget_limits(settings.budget),
         )
     print(_rendered(packet, args.format))
     return EXIT_OK
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from .output.verify import verify_packet
+
+    notes = args.notes or _settings().notes_dir
+    report = verify_packet(args.packet, notes)
+    print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) if args.json else str(report))
+    return EXIT_OK if report.all_match else EXIT_GATE_FAILED
 
 
 def _rendered(result: Packet | ApplicabilitySelection, fmt: str) -> str:
@@ -319,8 +337,23 @@ def _mcp(args: argparse.Namespace) -> int:
     from .agents.service import EvidenceService, ServerConfig
 
     http = parse_http(args.http) if args.http else None
-    s = _settings(store_dir=args.store, as_of=args.as_of, scope=args.scope, chroma=args.chroma)
-    config = ServerConfig(args.notes, s.store_dir, frozenset(s.scopes), s.as_of, checked_lanes(args.lanes), s.chroma)
+    s = _settings(
+        store_dir=args.store,
+        as_of=args.as_of,
+        scope=args.scope,
+        chroma=args.chroma,
+        live=args.live,
+        live_timeout=args.live_timeout,
+    )
+    config = ServerConfig(
+        args.notes,
+        s.store_dir,
+        frozenset(s.scopes),
+        s.as_of,
+        checked_lanes(args.lanes),
+        s.chroma,
+        options={"live_checks": s.live_checks()},
+    )
     serve(EvidenceService(config), http)
     return EXIT_OK
 
@@ -332,6 +365,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "query": _query,
     "notes": _notes,
     "trace": _trace,
+    "verify": _verify,
     "eval": _eval,
     "beir": _beir,
     "serve-check": _serve_check,
@@ -388,6 +422,20 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument(
         "--when", action="append", metavar="KEY=VALUE", help="a condition of the task, for --select (repeatable)"
     )
+    live = query.add_mutually_exclusive_group()
+    live.add_argument("--live", action="append", metavar="SOURCE", help=LIVE_HELP)
+    live.add_argument("--no-live", action="store_true", help="ask no system of record (ignore configured ones)")
+    query.add_argument(
+        "--live-timeout",
+        type=float,
+        metavar="SECONDS",
+        help=f"each live source's time limit (default {DEFAULT_LIVE_TIMEOUT:g})",
+    )
+
+    verify = sub.add_parser("verify", help="re-read every cited range of a packet; exit 1 when one no longer matches")
+    verify.add_argument("packet", type=Path, help="the packet JSON (query --format json)")
+    verify.add_argument("--notes", type=Path, help="the notes folder it cites (default: pyproject notes_dir)")
+    verify.add_argument("--json", action="store_true", help="print the report as JSON")
 
     notes = sub.add_parser("notes", help="list every note as parsed: identity, dates, status, links, scope")
     notes.add_argument("notes_dir", type=Path)
@@ -440,6 +488,8 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("--lanes", default=",".join(LANES), help="comma-separated lanes (default: all)")
     mcp.add_argument("--http", metavar="HOST:PORT", help="serve Streamable HTTP (host default 127.0.0.1)")
     mcp.add_argument("--chroma", help=CHROMA_HELP)
+    mcp.add_argument("--live", action="append", metavar="SOURCE", help=LIVE_HELP)
+    mcp.add_argument("--live-timeout", type=float, metavar="SECONDS", help="each live source's time limit")
 
     check = sub.add_parser("serve-check", help="check a Chroma server: heartbeat, version, collections, a probe")
     check.add_argument("url", help="the server, e.g. http://localhost:8000")

@@ -12,7 +12,9 @@
     │   ├── NotesDirError                notes root missing or not a directory
     │   ├── ScopeError                   a call asked for scopes wider than its server's
     │   ├── UnknownPassageError          no passage (or note) with that id is visible to the caller
-    │   └── ChromaConfigError            a malformed Chroma URL, tenant, database or prefix
+    │   ├── ChromaConfigError            a malformed Chroma URL, tenant, database or prefix
+    │   └── LiveSourceError              a system of record that cannot be read, or answers malformed JSON
+    │       └── LiveTimeoutError         a system of record did not answer within its time limit
     ├── NoteError                        one note cannot be read (others still index)
     │   ├── NoteDecodeError              file is not valid UTF-8
     │   └── FrontMatterError             front matter is not valid YAML / not a mapping
@@ -116,6 +118,14 @@ class RefreshTimeoutError(StoreError):
 
 class ChromaConfigError(InputError):
     """The Chroma setting (URL, tenant, database or prefix) is malformed."""
+
+
+class LiveSourceError(InputError):
+    """A live source (system of record) is misconfigured, cannot be read, or answers malformed JSON."""
+
+
+class LiveTimeoutError(LiveSourceError):
+    """A live source did not answer within its time limit; nothing it would have said is claimed."""
 
 
 class LaneUnavailableError(RetrievalKernelError):

@@ -18,15 +18,18 @@ import ipywidgets as widgets
 from .errors import BudgetError, RetrievalKernelError
 from .output.packet import BUDGET_UNITS, MIN_BUDGET, Budget, Packet
 from .output.render import (
+    LIVE_TEXT,
     STYLE,
     abstention_text,
     conflict_text,
     evidence_html,
     excluded_text,
     lane_text,
+    live_html,
 )
 from .pipeline.candidates import INTENTS
 from .pipeline.freshness import parse_as_of
+from .pipeline.live import LiveCheck
 from .pipeline.requests import LANES, MAX_TOP, checked_lanes, checked_top
 from .pipeline.workspace import Workspace
 from .settings import DEFAULTS, budget_limits
@@ -55,6 +58,7 @@ class Explorer:
         top: int = DEFAULTS.top,
         audit: bool = False,
         lanes: Sequence[str] | None = None,
+        live_checks: Sequence[LiveCheck] = (),
     ) -> None:
         if workspace is None:
             if notes_dir is None:
@@ -64,6 +68,7 @@ class Explorer:
         _check_settings(budget, top, lanes)  # the widgets would clamp a bad value; say so instead
         self.packet: Packet | None = None
         self.error: str | None = None
+        self.live_checks = tuple(live_checks) or workspace.live_checks  # what the live toggle asks
         self._build_controls(query, parse_as_of(as_of), intent, scopes, budget, top, audit, lanes)
         self._build_views()
         self.widget = widgets.VBox(
@@ -109,6 +114,14 @@ class Explorer:
         self.as_of = widgets.DatePicker(value=as_of, description="as of")
         self.scopes = widgets.TagsInput(value=list(scopes), allow_duplicates=False)
         self.audit = widgets.Checkbox(value=audit, description="audit (show excluded)", indent=False)
+        names = ", ".join(check.name for check in self.live_checks)
+        self.live = widgets.Checkbox(
+            value=bool(self.live_checks),
+            description=f"live checks ({names})" if names else "live checks (none configured)",
+            disabled=not self.live_checks,
+            indent=False,
+            tooltip="check note assertions against the systems of record (settings: live, live_timeout)",
+        )
         chosen = set(lanes if lanes is not None else self.workspace.lanes)
         self.lane_toggles = {
             lane: widgets.Checkbox(value=lane in chosen, description=lane, indent=False)
@@ -117,7 +130,7 @@ class Explorer:
         }
         self.query_box.observe(lambda _: self.run(), names="value")
         self.search_button.on_click(lambda _: self.run())
-        for control in (self.intent, self.unit, self.budget, self.top, self.as_of, self.scopes, self.audit):
+        for control in (self.intent, self.unit, self.budget, self.top, self.as_of, self.scopes, self.audit, self.live):
             control.observe(self._rerun, names="value")
         for box in self.lane_toggles.values():
             box.observe(self._rerun, names="value")
@@ -126,7 +139,7 @@ class Explorer:
                 widgets.HBox([self.query_box, self.search_button]),
                 widgets.HBox([self.intent, self.as_of, self.top]),
                 widgets.HBox([self.budget, self.unit]),
-                widgets.HBox([widgets.Label("scopes"), self.scopes, self.audit]),
+                widgets.HBox([widgets.Label("scopes"), self.scopes, self.audit, self.live]),
                 widgets.HBox([widgets.Label("lanes"), *self.lane_toggles.values()]),
             ]
         )
@@ -174,6 +187,7 @@ class Explorer:
                 audit=self.audit.value,
                 top=self.top.value,
                 lanes=self.chosen_lanes,
+                live_checks=self.live_checks if self.live.value else (),
                 **budget_limits(self.chosen_budget),
             )
             self.error = None
@@ -252,7 +266,7 @@ def _status_html(packet: Packet) -> str:
 
 def _results_html(packet: Packet) -> str:
     esc = html.escape
-    rows = []
+    rows = [live_html(packet)]
     if packet.abstained:
         rows.append(f'<div class="rk-abstain"><b>{esc(abstention_text(packet))}</b></div>')
     for item in packet.evidence:
@@ -265,6 +279,7 @@ def _results_html(packet: Packet) -> str:
                 ("authority", item.authority or "authority unknown"),
                 ("status", item.status or "status unknown"),
                 ("role", item.role),
+                ("live", LIVE_TEXT.get(item.live_status, item.live_status)),
                 ("lanes", lanes),
             )
         )

@@ -21,7 +21,7 @@ from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_cell_magic, line_magic, magics_class, no_var_expand
-from traitlets import Bool, Float, Integer, TraitError, Unicode, validate
+from traitlets import Bool, Float, Integer, List, TraitError, Unicode, validate
 from traitlets.config import Configurable
 
 from .errors import RetrievalKernelError
@@ -40,7 +40,7 @@ from .settings import (
 
 _OPTION = re.compile(r"""\s*(--(?:[A-Za-z][\w-]*)?)(?:=("[^"]*"|'[^']*'|\S+))?(?=\s|$)""")
 _VALUE = re.compile(r"""\s*(?:"([^"]*)"|'([^']*)'|(\S+))""")
-_FLAGS = frozenset({"--json", "--no-refresh", "--refresh", "--audit", "--select"})
+_FLAGS = frozenset({"--json", "--no-refresh", "--refresh", "--audit", "--select", "--no-live"})
 # the settings %config can set, one traitlet each (see retrieval_kernel.settings)
 TRAITLETS = (*QUERY_KEYS, "chroma", "refresh_mode", "debounce", "refresh_timeout")
 _MAGIC_LINE = re.compile(
@@ -92,7 +92,18 @@ def _option_parser() -> _Parser:
     refresh = parser.add_mutually_exclusive_group()
     refresh.add_argument("--refresh", dest="refresh", action="store_true", default=None)
     refresh.add_argument("--no-refresh", dest="refresh", action="store_false")
+    live = parser.add_mutually_exclusive_group()
+    live.add_argument("--live", action="append", help="a system of record: JSON file, cmd:COMMAND or http(s) URL")
+    live.add_argument("--no-live", action="store_true", help="ask no system of record this time")
+    parser.add_argument("--live-timeout", type=float, help="seconds each live source may take")
     return parser
+
+
+def _live_options(options: dict[str, Any]) -> dict[str, Any]:
+    """``--no-live`` is the ``live`` setting given as no sources (it overrides %config and pyproject)."""
+    if options.pop("no_live", False):
+        options["live"] = []
+    return options
 
 
 def split_options(line: str) -> tuple[list[str], str]:
@@ -148,6 +159,13 @@ class ContextMagics(Magics, Configurable):
     refresh_timeout = Float(None, allow_none=True, help="Seconds one refresh may take (default: no limit).").tag(
         config=True
     )
+    live = List(
+        Unicode(),
+        default_value=None,
+        allow_none=True,
+        help="Systems of record checked at every query: JSON file paths, 'cmd:COMMAND', http(s) URLs.",
+    ).tag(config=True)
+    live_timeout = Float(None, allow_none=True, help="Seconds each live source may take (default 2).").tag(config=True)
 
     @validate(*TRAITLETS)
     def _check_traitlet(self, proposal: Any) -> Any:
@@ -184,7 +202,9 @@ class ContextMagics(Magics, Configurable):
         question in the cell. Options: ``--notes DIR``, ``--store DIR``,
         ``--as-of YYYY-MM-DD``, ``--max-bytes N`` | ``--max-chars N``, ``--top N``,
         ``--scope A,B``, ``--intent orient|verify|plan|audit``, ``--audit``,
-        ``--lanes identity,lexical,dense``, ``--json`` (print the packet JSON), ``--no-refresh``.
+        ``--lanes identity,lexical,dense``, ``--json`` (print the packet JSON), ``--no-refresh``,
+        ``--live SOURCE`` (repeatable: a JSON file, ``cmd:COMMAND`` or an http(s) URL), ``--live-timeout S``,
+        ``--no-live``.
         ``--select [--when key=value ...]``: applicability mode, the records that apply (see applicability.py).
         """
         argv, rest = split_options(line)
@@ -193,7 +213,7 @@ class ContextMagics(Magics, Configurable):
         if cell is not None and rest:
             raise UsageError("%%context: put options on the magic line and the question in the cell")
         query = cell if cell is not None else rest
-        options = vars(_option_parser().parse_args(argv))
+        options = _live_options(vars(_option_parser().parse_args(argv)))
         settings = self._settings(options, "%context")
         if options["select"] or options["when"]:
             return self._select(query, options, settings)
@@ -208,6 +228,7 @@ class ContextMagics(Magics, Configurable):
                 scopes=settings.scopes,
                 intent=settings.intent,
                 audit=options["audit"],
+                live_checks=settings.live_checks(),
                 **budget_limits(settings.budget),
             )
         except RetrievalKernelError as exc:
@@ -269,7 +290,7 @@ class ContextMagics(Magics, Configurable):
         argv, rest = split_options(line)
         if self.shell is not None:
             argv = [self.shell.var_expand(token) for token in argv]
-        options = vars(_option_parser().parse_args(argv))
+        options = _live_options(vars(_option_parser().parse_args(argv)))
         settings = self._settings(options, "%context_explore")
         try:
             workspace = self._workspace(settings)
@@ -283,6 +304,7 @@ class ContextMagics(Magics, Configurable):
                 top=settings.top,
                 audit=options["audit"],
                 lanes=options["lanes"].split(",") if options["lanes"] else None,
+                live_checks=settings.live_checks(),
             )
         except RetrievalKernelError as exc:
             raise UsageError(f"%context_explore: {exc}") from None

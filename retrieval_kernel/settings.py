@@ -10,8 +10,10 @@ For every key, the strongest source that sets it wins:
 4. the environment: ``RETRIEVAL_KERNEL_<KEY>`` (``RETRIEVAL_KERNEL_CHROMA_URL`` for ``chroma``);
 5. the built-in default.
 
-The budget is one setting in two units (``max_bytes`` or ``max_chars``): the strongest
-source that names either wins whole. :func:`resolve_settings` checks every value it
+``live`` names the systems of record asked at every query (a JSON file, ``cmd:COMMAND``
+or an ``http(s)://`` URL, one or a list; an empty list asks none) and ``live_timeout``
+each one's time limit in seconds. The budget is one setting in two units (``max_bytes``
+or ``max_chars``): the strongest source that names either wins whole. :func:`resolve_settings` checks every value it
 takes and names the key and the source of a bad one; :class:`Settings` holds the
 result, each value already in the type the core takes (paths, a date, a
 :class:`~retrieval_kernel.output.packet.Budget`, :class:`ChromaSettings`).
@@ -33,6 +35,14 @@ from .errors import BudgetError, ChromaConfigError, DateError, InputError
 from .output.packet import DEFAULT_BUDGET, Budget
 from .pipeline.candidates import DEFAULT_INTENT
 from .pipeline.freshness import parse_as_of
+from .pipeline.live_sources import (
+    DEFAULT_LIVE_TIMEOUT,
+    SystemOfRecord,
+    checked_spec,
+    checked_timeout,
+    file_spec,
+    live_sources,
+)
 from .pipeline.requests import DEFAULT_TOP, checked_intent, checked_top
 from .projections.chroma_client import ChromaSettings, parse_url
 from .store.refresh import DEFAULT_DEBOUNCE, DEFAULT_MODE, RefreshPolicy
@@ -40,7 +50,9 @@ from .store.refresh import DEFAULT_DEBOUNCE, DEFAULT_MODE, RefreshPolicy
 STORE_FOLDER = ".retrieval_kernel"
 BUDGET_KEYS = ("max_bytes", "max_chars")
 # what %context and the CLI ask with
-QUERY_KEYS = ("notes_dir", "store_dir", "as_of", *BUDGET_KEYS, "top", "refresh", "scope", "intent")
+# the systems of record asked at every query (see pipeline/live_sources.py), and each one's time limit
+LIVE_KEYS = ("live", "live_timeout")
+QUERY_KEYS = ("notes_dir", "store_dir", "as_of", *BUDGET_KEYS, "top", "refresh", "scope", "intent", *LIVE_KEYS)
 # where the dense lane's vectors live: "embedded" or http://host:port (see projections/chroma_client.py)
 CHROMA_KEYS = ("chroma", "chroma_tenant", "chroma_database", "chroma_prefix", "chroma_timeout")
 # when projections catch up with the notes (see store/refresh.py)
@@ -84,6 +96,12 @@ class Settings:
     debounce: float = DEFAULT_DEBOUNCE
     refresh_timeout: float | None = None
     chroma: ChromaSettings = field(default_factory=ChromaSettings)
+    live: tuple[str, ...] = ()  # live sources: a JSON file path, "cmd:COMMAND" or an http(s):// URL each
+    live_timeout: float = DEFAULT_LIVE_TIMEOUT
+
+    def live_checks(self) -> tuple[SystemOfRecord, ...]:
+        """The live sources these settings name, each with ``live_timeout``."""
+        return live_sources(self.live, self.live_timeout)
 
 
 DEFAULTS = Settings()
@@ -124,10 +142,24 @@ def read_pyproject(pyproject: Path) -> dict[str, Any]:
     unknown = sorted(set(table) - SETTING_KEYS)
     if unknown:
         raise InputError(f"{pyproject}: unknown [tool.retrieval_kernel] keys {unknown}; known: {sorted(SETTING_KEYS)}")
-    return {
+    located = {
         key: str(pyproject.parent / Path(value).expanduser()) if key in PATH_KEYS and isinstance(value, str) else value
         for key, value in table.items()
     }
+    if "live" in located:
+        located["live"] = _live_beside(located["live"], pyproject.parent)
+    return located
+
+
+def _live_beside(value: Any, folder: Path) -> Any:
+    """Live sources from a pyproject: a relative JSON file path is taken relative to its folder."""
+    specs = [value] if isinstance(value, str) else value
+    if not isinstance(specs, list) or not all(isinstance(spec, str) for spec in specs):
+        return value  # the check names what is wrong
+    try:
+        return [file_spec(spec, folder) for spec in specs]
+    except InputError:
+        return value  # the check names what is wrong, and where
 
 
 def project_settings(start: Path | None = None) -> dict[str, Any]:
@@ -234,6 +266,18 @@ def _scopes(value: Any, text: bool) -> tuple[str, ...]:
     return tuple(dict.fromkeys(name.strip() for name in names if name.strip()))
 
 
+def _live(value: Any, text: bool) -> tuple[str, ...]:
+    specs = [line for line in value.splitlines() if line.strip()] if text and isinstance(value, str) else value
+    specs = [specs] if isinstance(specs, str) else specs
+    if not isinstance(specs, list | tuple):
+        raise InputError(f"must be a live source or a list of them, not {value!r}")
+    return tuple(dict.fromkeys(checked_spec(spec) for spec in specs))
+
+
+def _live_timeout(value: Any, text: bool) -> float:
+    return checked_timeout(_seconds(value, text))
+
+
 def _intent(value: Any, text: bool) -> str:
     return checked_intent(_text(value, text))
 
@@ -296,6 +340,8 @@ CHECKS: dict[str, Callable[[Any, bool], Any]] = {
     "chroma_database": _chroma_name("chroma_database"),
     "chroma_prefix": _chroma_prefix,
     "chroma_timeout": _chroma_timeout,
+    "live": _live,
+    "live_timeout": _live_timeout,
 }
 
 
@@ -400,6 +446,8 @@ class _Resolver:
             debounce=self.value("debounce", DEFAULTS.debounce),
             refresh_timeout=self.value("refresh_timeout"),
             chroma=self.chroma(),
+            live=self.value("live", DEFAULTS.live),
+            live_timeout=self.value("live_timeout", DEFAULTS.live_timeout),
         )
 
     @staticmethod

@@ -281,7 +281,7 @@ def make_tiny_suite(
         "name": "tiny",
         "as_of": "2026-10-15",
         "budget_unit": "bytes",
-        "caps": [3000, 8000],
+        "caps": [3500, 8000],  # packet v5 items carry their source versions: two still fit at the smaller cap
         "rank_cap": 8000,
         "expected_observed_at": "2026-10-01",
         "gates": gates or {},

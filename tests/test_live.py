@@ -12,7 +12,8 @@ import pytest
 from retrieval_kernel import Workspace
 from retrieval_kernel.errors import InputError
 from retrieval_kernel.output.render import freshness_text
-from retrieval_kernel.pipeline.live import JsonSystemOfRecord, LiveCheck, LiveResult, run_checks
+from retrieval_kernel.pipeline.live import LiveCheck, LiveResult, run_checks
+from retrieval_kernel.pipeline.live_sources import JsonSystemOfRecord
 
 AS_OF = "2026-10-15"
 ORDER = "order-4471#order-4471"
@@ -193,10 +194,11 @@ def test_contradicting_source_leaves_it_unverified_with_the_reason(notes: Path, 
     packet, trace = query(notes, tmp_path / "store", [JsonSystemOfRecord(record)])
     order = item(packet, ORDER)
     assert order.live_verified is False
+    assert order.role == "contradicted" and order.live_status == "contradicted"
     assert "contradicted by orders" in order.reason
     assert "order_4471.purchased_days_ago: note says 20, orders says 25" in order.reason
     assert next(c for c in trace["freshness"] if c["id"] == ORDER)["live_verified"] is False
-    assert freshness_text(order).endswith(" · not live-verified")
+    assert freshness_text(order).endswith(" · CONTRADICTED by the system of record")
 
 
 def test_a_source_that_knows_nothing_of_the_note_changes_nothing(notes: Path, tmp_path: Path) -> None:
@@ -267,3 +269,43 @@ def test_the_trace_of_a_packet_describes_that_packet(notes: Path, tmp_path: Path
         trace = ws.trace(first.trace_id)
     assert trace is not None
     assert next(c for c in trace["freshness"] if c["id"] == ORDER)["live_verified"] is True
+
+
+# ---------------------------------------------------------------- a contradicted note never stays a winner
+
+NEW = "refund-policy-b#refund-window"
+
+
+def test_a_note_conflict_won_by_a_contradicted_note_folds_into_the_records_conflict(
+    notes: Path, tmp_path: Path
+) -> None:
+    record = write_record(tmp_path / "policy-api.json", {"refund_window_days": 21})
+    packet, _ = query(notes, tmp_path / "store", [JsonSystemOfRecord(record)], text="refunds window")
+    assert item(packet, NEW).role == "contradicted"
+    about = [c for c in packet.conflicts if c.proposition == "refund_window_days"]
+    assert len(about) == 1  # the superseded(A, by=B) conflict no longer names B the winner
+    (conflict,) = about
+    assert conflict.winner == "live:policy-api"
+    assert conflict.resolution == f"live(live:policy-api over {item(packet, NEW).ref}, {OLD})"
+    assert {side.id: side.value for side in conflict.evidence} == {NEW: 14, OLD: 30, "live:policy-api": 21}
+    assert all(c.winner not in (NEW, OLD) for c in packet.conflicts)
+
+
+def test_a_record_that_agrees_with_the_winner_leaves_the_note_conflict_alone(notes: Path, tmp_path: Path) -> None:
+    record = write_record(tmp_path / "policy-api.json", {"refund_window_days": 14})
+    packet, _ = query(notes, tmp_path / "store", [JsonSystemOfRecord(record)], text="refunds window")
+    assert item(packet, NEW).live_status == "verified"
+    (conflict,) = [c for c in packet.conflicts if c.proposition == "refund_window_days"]
+    assert conflict.resolution.startswith("superseded(") and conflict.winner == NEW
+
+
+def test_two_records_that_contradict_keep_a_conflict_each(notes: Path, tmp_path: Path) -> None:
+    first = write_record(tmp_path / "policy-api.json", {"refund_window_days": 21})
+    second = write_record(tmp_path / "billing.json", {"refund_window_days": 28})
+    packet, _ = query(
+        notes, tmp_path / "store", [JsonSystemOfRecord(first), JsonSystemOfRecord(second)], text="refunds window"
+    )
+    live = [c for c in packet.conflicts if c.resolution.startswith("live(")]
+    assert [c.winner for c in live] == ["live:policy-api", "live:billing"]
+    assert OLD in {side.id for side in live[0].evidence}  # the note conflict folded into the first source's
+    assert [v.value for v in packet.record_values] == [28, 21]  # sorted by source name, both contradicting

@@ -17,7 +17,7 @@ import yaml
 from retrieval_kernel import Workspace
 from retrieval_kernel.errors import InputError
 from retrieval_kernel.output.packet import Evidence, Packet
-from retrieval_kernel.pipeline.live import JsonSystemOfRecord
+from retrieval_kernel.pipeline.live_sources import JsonSystemOfRecord
 
 FAST = ("identity", "lexical")
 AS_OF = "2026-11-30"

@@ -13,6 +13,7 @@ PUBLIC = [
     "BudgetTooSmallError",
     "ChromaConfigError",
     "ChromaServerError",
+    "CommandSystemOfRecord",
     "Conflict",
     "CorruptStoreError",
     "DateError",
@@ -22,11 +23,14 @@ PUBLIC = [
     "Explorer",
     "FrontMatterError",
     "FrozenInputChangedError",
+    "HttpSystemOfRecord",
     "InputError",
     "JsonSystemOfRecord",
     "JudgeSelector",
     "LaneUnavailableError",
     "LexicalUnreadableError",
+    "LiveSourceError",
+    "LiveTimeoutError",
     "NoteDecodeError",
     "NoteError",
     "NotesDirError",
@@ -48,6 +52,7 @@ PUBLIC = [
     "check_grounding",
     "load_ipython_extension",
     "select_applicable",
+    "verify_packet",
 ]
 
 

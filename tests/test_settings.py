@@ -204,6 +204,28 @@ CASES: dict[str, Case] = {
         lambda root: [1.5, 2.5, 3.5, 4.5, 5.0],
         lambda s: s.chroma.timeout_s,
     ),
+    "live": (
+        {"live": ["opt.json", "cmd:python owners.py"]},
+        {"live": ["http://cfg:1/values"]},
+        'live = ["proj.json"]',  # a relative file: beside the pyproject
+        {"live": "env.json\nhttps://env/values"},
+        lambda root: [
+            ("opt.json", "cmd:python owners.py"),
+            ("http://cfg:1/values",),
+            (f"file:{root / 'proj.json'}",),
+            ("env.json", "https://env/values"),
+            (),
+        ],
+        lambda s: s.live,
+    ),
+    "live_timeout": (
+        {"live_timeout": 1.5},
+        {"live_timeout": 2.5},
+        "live_timeout = 3.5",
+        {"live_timeout": "4.5"},
+        lambda root: [1.5, 2.5, 3.5, 4.5, 2.0],
+        lambda s: s.live_timeout,
+    ),
 }
 
 
@@ -475,6 +497,8 @@ GOOD_TRAITLETS = {
     "refresh_mode": "watch",
     "debounce": 2.0,
     "refresh_timeout": 30.0,
+    "live": ["ledger.json", "cmd:python owners.py"],
+    "live_timeout": 1.5,
 }
 
 

@@ -159,6 +159,8 @@ def test_freshness_is_checked_per_evidence_item(audited) -> None:
             "fresh_for_days": item.fresh_for_days,
             "freshness": item.freshness,
             "live_verified": item.live_verified,
+            "live_status": item.live_status,
+            "verify_live_before_acting": item.verify_live is not None,
         }
     by_id = {c["id"]: c for c in checks}
     assert (by_id[OLD]["observed_at"], by_id[OLD]["age_days"], by_id[OLD]["freshness"]) == ("2026-09-01", 44, "stale")
@@ -213,7 +215,7 @@ def test_budget_decisions_name_truncated_and_left_out_items(ws_for) -> None:
             "short.md": "# Walrus tariff short\n\nThe walrus tariff is 7 coins.\n",
         }
     )
-    packet, trace = traced(ws, "walrus tariff", max_chars=1500)
+    packet, trace = traced(ws, "walrus tariff", max_chars=1800)  # room for the packet's frame and one cut item
     decisions = trace["budget_decisions"]
     assert decisions["admitted"] == [item.id for item in packet.evidence]
     assert decisions["truncated"] == [item.id for item in packet.evidence if item.truncated]
@@ -365,10 +367,13 @@ def test_trace_text_renders_every_section(audited) -> None:
     assert lines[1].startswith(f"query sha256 {trace['query_sha256'][:16]}")
     assert "projection consistent" in lines[1]
     assert f"budget {packet.budget.used:,}/20,000 chars" in lines[1]
-    assert lines[2] == "lanes:"
-    assert lines[3].startswith("  lexical: ok v1 hw ")
-    assert "5 candidates" in lines[3]
-    assert f"{NEW} #1 (" in lines[3]
+    versions = trace["versions"]
+    assert lines[2].startswith(f"versions: retrieval_kernel {versions['package']}, packet v5, all-MiniLM-L6-v2:")
+    assert f"answerability {versions['answerability_model']['sha256'][:12]}" in lines[2]
+    assert lines[3] == "lanes:"
+    assert lines[4].startswith("  lexical: ok v1 hw ")
+    assert "5 candidates" in lines[4]
+    assert f"{NEW} #1 (" in lines[4]
     assert "eligibility:" in lines
     lanes = next(d["lanes"] for d in trace["eligibility"] if d["id"] == NEW)
     assert f"  + {NEW} [current] " + ", ".join(f"{lane} #{rank}" for lane, rank in lanes) in lines

@@ -57,9 +57,18 @@ class EvidenceOut(_Open):
     fresh_for_days: int
     indexed_at: str
     live_verified: bool
+    live_status: Literal["verified", "contradicted", "unavailable", "not_checked"] = Field(
+        description="contradicted: a system of record holds another value; the item never governs"
+    )
+    verify_live_before_acting: bool = Field(
+        description="the note's facts must be read live before acting (why: the packet's list of the same name)"
+    )
+    source_sha256: str = Field(description="sha256 of the note bytes the excerpt was read from")
+    source_revision: int
+    note_revision: str | None
     authority: str | None
     status: str | None
-    role: str
+    role: str = Field(description="current | explanation | counter | contradicted | historical")
     scope: list[str]
     asserts: dict[str, Any]
     duplicates: list[str]
@@ -89,6 +98,30 @@ class ConflictOut(_Open):
     required_behavior: str
 
 
+class RecordValueOut(_Open):
+    proposition: str
+    value: Any = Field(description="the system of record's value: it governs over any note that says otherwise")
+    source: str
+    checked_at: str | None
+    contradicts: list[str]
+    confirms: list[str]
+
+
+class LiveReadOut(_Open):
+    ref: str
+    id: str
+    keys: list[str]
+    reason: str
+
+
+class LiveSourceOut(_Open):
+    name: str
+    location: str
+    status: Literal["answered", "unavailable"]
+    checked_at: str | None
+    detail: str | None
+
+
 class ExcludedOut(_Open):
     id: str
     path: str
@@ -114,6 +147,9 @@ class PacketOut(_Open):
     abstained: bool
     abstention_reason: str | None
     confidence: float | None
+    record_values: list[RecordValueOut]
+    verify_live_before_acting: list[LiveReadOut]
+    live_sources: list[LiveSourceOut]
     evidence: list[EvidenceOut]
     conflicts: list[ConflictOut]
     exclusions: dict[str, int]

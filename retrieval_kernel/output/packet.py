@@ -24,7 +24,9 @@ DEFAULT_BUDGET_UNIT: BudgetUnit = "chars"
 DEFAULT_BUDGET_LIMIT = 20_000
 MIN_BUDGET = 1_000
 MAX_BUDGET = 1_000_000
-PACKET_VERSION = 4  # 3: "confidence"; 4: "evidence_notice" and each item's "instruction_like"/"instruction_cue"
+PACKET_VERSION = 5  # 3: "confidence"; 4: "evidence_notice", items' "instruction_like"/"instruction_cue";
+# 5: "record_values", "verify_live_before_acting", "live_sources"; items' "live_status",
+#    "verify_live_before_acting", "source_sha256", "source_revision", "note_revision"
 MAX_LISTED_EXCLUSIONS = 20  # excluded items named in the packet; the counts cover all of them
 
 
@@ -106,6 +108,11 @@ class Evidence:
     asserts: Mapping[str, Any] = field(default_factory=dict)
     duplicates: tuple[str, ...] = ()
     scope: tuple[str, ...] = ()  # the audience the note speaks for; empty = everyone
+    live_status: str = "not_checked"  # verified | contradicted | unavailable | not_checked
+    verify_live: str | None = None  # why its facts need a live read before anyone acts on them
+    source_sha256: str = ""  # sha256 of the note bytes the passage was read from
+    source_revision: int = 0  # the store's revision of the note (1 = first indexed, +1 per changed save)
+    note_revision: str | None = None  # the note's own declared ``revision``
 
     @property
     def instruction_cue(self) -> str | None:
@@ -134,6 +141,39 @@ class Conflict:
     resolution: str
     winner: str | None
     required_behavior: str
+
+
+@dataclass(frozen=True)
+class RecordValue:
+    """What a system of record holds for one asserted proposition, read live for this packet."""
+
+    proposition: str
+    value: Any
+    source: str
+    checked_at: str | None
+    contradicts: tuple[str, ...] = ()  # passage ids of the notes saying otherwise (the record wins)
+    confirms: tuple[str, ...] = ()  # passage ids of the notes saying the same
+
+
+@dataclass(frozen=True)
+class LiveRead:
+    """An item whose facts must be read live before acting, and none was (or the read failed)."""
+
+    ref: str
+    id: str
+    keys: tuple[str, ...]
+    reason: str
+
+
+@dataclass(frozen=True)
+class LiveSourceState:
+    """How one configured live source fared for this packet."""
+
+    name: str
+    location: str
+    status: str  # answered | unavailable
+    checked_at: str | None = None
+    detail: str | None = None
 
 
 @dataclass(frozen=True)
@@ -168,6 +208,9 @@ class Packet:
     conflicts: tuple[Conflict, ...] = ()
     excluded: tuple[Excluded, ...] = ()
     confidence: float | None = None  # probability that the evidence answers the question (None: not judged)
+    record_values: tuple[RecordValue, ...] = ()  # what the systems of record hold; leads the packet
+    verify_live_before_acting: tuple[LiveRead, ...] = ()
+    live_sources: tuple[LiveSourceState, ...] = ()
     # Where the cited paths live (for links in HTML); not part of the JSON contract.
     source_root: str | None = field(default=None, compare=False, repr=False)
 
@@ -189,6 +232,9 @@ class Packet:
             "abstained": self.abstained,
             "abstention_reason": self.abstention_reason,
             "confidence": self.confidence,
+            "record_values": [record_value_dict(value) for value in self.record_values],
+            "verify_live_before_acting": [live_read_dict(read) for read in self.verify_live_before_acting],
+            "live_sources": [live_source_dict(source) for source in self.live_sources],
             "evidence": [evidence_dict(item) for item in self.evidence],
             "conflicts": [conflict_dict(conflict) for conflict in self.conflicts],
             "exclusions": dict(self.exclusions),
@@ -282,6 +328,11 @@ def evidence_dict(item: Evidence) -> dict[str, Any]:
         "fresh_for_days": item.fresh_for_days,
         "indexed_at": item.indexed_at,
         "live_verified": item.live_verified,
+        "live_status": item.live_status,
+        "verify_live_before_acting": item.verify_live is not None,  # why: the packet's list of the same name
+        "source_sha256": item.source_sha256,
+        "source_revision": item.source_revision,
+        "note_revision": item.note_revision,
         "authority": item.authority,
         "status": item.status,
         "role": item.role,
@@ -309,6 +360,31 @@ def conflict_dict(conflict: Conflict) -> dict[str, Any]:
         "resolution": conflict.resolution,
         "winner": conflict.winner,
         "required_behavior": conflict.required_behavior,
+    }
+
+
+def record_value_dict(value: RecordValue) -> dict[str, Any]:
+    return {
+        "proposition": value.proposition,
+        "value": value.value,
+        "source": value.source,
+        "checked_at": value.checked_at,
+        "contradicts": list(value.contradicts),
+        "confirms": list(value.confirms),
+    }
+
+
+def live_read_dict(read: LiveRead) -> dict[str, Any]:
+    return {"ref": read.ref, "id": read.id, "keys": list(read.keys), "reason": read.reason}
+
+
+def live_source_dict(source: LiveSourceState) -> dict[str, Any]:
+    return {
+        "name": source.name,
+        "location": source.location,
+        "status": source.status,
+        "checked_at": source.checked_at,
+        "detail": source.detail,
     }
 
 

@@ -13,7 +13,7 @@ import urllib.parse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .packet import Conflict, Evidence, Excluded, LaneReport, Packet
+from .packet import Conflict, Evidence, Excluded, LaneReport, LiveRead, LiveSourceState, Packet, RecordValue
 
 if TYPE_CHECKING:
     import pandas
@@ -57,8 +57,43 @@ def freshness_text(item: Evidence) -> str:
         age = _age(item.source_age_days)
         observed = f"observed {item.observed_at} ({age}; {item.freshness}, fresh for {item.fresh_for_days} d)"
     indexed = f"indexed {item.indexed_at.replace('T', ' ').replace('Z', ' UTC')}"
-    live = "live-verified" if item.live_verified else "not live-verified"
-    return f"{observed} · {indexed} · {live}"
+    return f"{observed} · {indexed} · {LIVE_TEXT.get(item.live_status, 'not live-verified')}"
+
+
+LIVE_TEXT = {
+    "verified": "live-verified",
+    "contradicted": "CONTRADICTED by the system of record",
+    "unavailable": "not live-verified (live check unavailable)",
+    "not_checked": "not live-verified",
+}
+
+
+def record_value_text(value: RecordValue) -> str:
+    """``system of record ledger (checked …): owner = Bo; contradicts note#owner (the record wins)``."""
+    when = f" (checked {value.checked_at})" if value.checked_at else ""
+    said = f"{value.source}{when}: {value.proposition} = {value.value}"
+    if value.contradicts:
+        return f"system of record {said}; contradicts {', '.join(value.contradicts)} (the record wins)"
+    return f"system of record {said}; confirms {', '.join(value.confirms)}"
+
+
+def live_read_text(read: LiveRead) -> str:
+    return f"VERIFY LIVE BEFORE ACTING on [{read.ref}] {read.id}: {read.reason}"
+
+
+def live_source_text(source: LiveSourceState) -> str:
+    if source.status == "answered":
+        return f"live source {source.name} answered" + (f" (checked {source.checked_at})" if source.checked_at else "")
+    return f"live source {source.name} UNAVAILABLE: {source.detail}"
+
+
+def live_lines(packet: Packet) -> list[str]:
+    """What the systems of record said, and what must be read live: the lines that lead a packet."""
+    return [
+        *map(record_value_text, packet.record_values),
+        *map(live_read_text, packet.verify_live_before_acting),
+        *(live_source_text(s) for s in packet.live_sources if s.status != "answered"),
+    ]
 
 
 def _age(days: int | None) -> str:
@@ -127,7 +162,10 @@ def abstention_text(packet: Packet) -> str:
 def item_facts(item: Evidence) -> str:
     trimmed = " · truncated to fit the budget" if item.truncated else ""
     duplicates = f" · also in {', '.join(item.duplicates)}" if item.duplicates else ""
-    facts = f"{item.role} · authority {item.authority or 'unknown'} · status {item.status or 'unknown'}"
+    role = "CONTRADICTED by the system of record (never governing)" if item.role == "contradicted" else item.role
+    facts = f"{role} · authority {item.authority or 'unknown'} · status {item.status or 'unknown'}"
+    if item.verify_live:
+        facts += " · VERIFY LIVE BEFORE ACTING"
     if item.scope:
         facts += f" · scope {', '.join(item.scope)}"
     cue = item.instruction_cue
@@ -140,7 +178,7 @@ def item_facts(item: Evidence) -> str:
 
 def to_text(packet: Packet) -> str:
     """A terminal rendering: header, then each item with numbered excerpt lines."""
-    out = [f"Context for {packet.query!r} as of {packet.as_of}", summary_text(packet)]
+    out = [f"Context for {packet.query!r} as of {packet.as_of}", summary_text(packet), *live_lines(packet)]
     if packet.abstained:
         out.append(abstention_text(packet))
     for item in packet.evidence:
@@ -164,6 +202,8 @@ def _numbered(item: Evidence) -> list[tuple[int, str]]:
 def to_markdown(packet: Packet) -> str:
     """Markdown with each excerpt fenced so note text cannot change the layout."""
     out = [f"**Context** for _{md_escape(packet.query)}_ as of {packet.as_of}", "", md_escape(summary_text(packet))]
+    if live_lines(packet):
+        out += ["", *(f"> **{md_escape(line)}**  " for line in live_lines(packet))]
     if packet.abstained:
         out += ["", md_escape(abstention_text(packet))]
     for item in packet.evidence:
@@ -199,6 +239,8 @@ STYLE = (
     ".rk-packet .rk-ln{color:#999;user-select:none}.rk-packet .rk-warn{color:#a00}"
     ".rk-packet .rk-explanation,.rk-packet .rk-counter{border-left-color:#c90}"
     ".rk-packet .rk-historical{border-left-color:#999;opacity:.8}.rk-packet .rk-conflict{color:#a30}"
+    ".rk-packet .rk-contradicted{border-left-color:#c00;opacity:.85}"
+    ".rk-packet .rk-live{border:1px solid #c60;background:#fff8ee;padding:4px 8px;margin:6px 0}"
     ".rk-packet .rk-badge{display:inline-block;padding:0 5px;margin:0 2px;border-radius:3px;"
     "background:#eef1f6;color:#333;font-size:11px}</style>"
 )
@@ -210,6 +252,7 @@ def to_html(packet: Packet) -> str:
     out = [STYLE, f'<div class="rk-packet" data-trace-id="{esc(packet.trace_id)}">']
     out.append(f"<div><b>Context</b> for <i>{esc(packet.query)}</i> as of {esc(packet.as_of)}</div>")
     out.append(f'<div class="rk-meta">{esc(summary_text(packet))}</div>')
+    out.append(live_html(packet))
     if packet.abstained:
         out.append(f'<div class="rk-abstain"><b>{esc(abstention_text(packet))}</b></div>')
     for item in packet.evidence:
@@ -225,6 +268,14 @@ def to_html(packet: Packet) -> str:
     out += [f'<div class="rk-warn">warning: {esc(w)}</div>' for w in packet.warnings]
     out.append("</div>")
     return "".join(out)
+
+
+def live_html(packet: Packet) -> str:
+    """The leading live block (record values, verify-live-before-acting, unavailable sources), or ``""``."""
+    lines = live_lines(packet)
+    if not lines:
+        return ""
+    return '<div class="rk-live">' + "".join(f"<div><b>{html.escape(line)}</b></div>" for line in lines) + "</div>"
 
 
 def citation_html(item: Evidence, source_root: str | None) -> str:
@@ -276,6 +327,7 @@ def to_frame(packet: Packet) -> pandas.DataFrame:
         "freshness",
         "indexed_at",
         "live_verified",
+        "live_status",
         "authority",
         "status",
         "role",
@@ -296,6 +348,7 @@ def to_frame(packet: Packet) -> pandas.DataFrame:
             "freshness": item.freshness,
             "indexed_at": item.indexed_at,
             "live_verified": item.live_verified,
+            "live_status": item.live_status,
             "authority": item.authority,
             "status": item.status,
             "role": item.role,

@@ -23,6 +23,7 @@ from ..output.packet import (
     ConflictSide,
     Evidence,
     Excluded,
+    LiveRead,
     Packet,
     evidence_dict,
     excluded_dict,
@@ -30,20 +31,35 @@ from ..output.packet import (
 )
 from .candidates import BUDGET, HISTORICAL, SCOPE, Admission, ConflictDraft, Selection
 from .freshness import fresh_for_days, freshness_label, source_age_days
-from .live import LiveCheck, run_checks
+from .live import live_status
+from .live_policy import NO_LIVE, LiveOutcome, live_keys, overrule, verify_live_reason
 
 ABSTAIN_NOTHING_FITS = "no_evidence_fits_budget"
 ABSTAIN_UNRESOLVED_CONFLICT = "unresolved_conflict"
 
 
-def assemble(shell: Packet, selection: Selection, as_of: dt.date, live_checks: Sequence[LiveCheck] = ()) -> Packet:
+def with_live(selection: Selection, live: LiveOutcome) -> Selection:
+    """The selection as live checks left it: contradicted items last, ``live`` conflicts first (see
+    :func:`~.live_policy.overrule`)."""
+    return replace(selection, admitted=live.admitted, conflicts=tuple(overrule(selection.conflicts, live.conflicts)))
+
+
+def assemble(shell: Packet, selection: Selection, as_of: dt.date, live: LiveOutcome = NO_LIVE) -> Packet:
     """Fill ``shell`` (a packet without evidence) with the selection's items that fit.
 
+    ``live`` is what live checks found for the selection (see :func:`with_live`).
     Raises ``BudgetTooSmallError`` when even a packet without evidence exceeds the budget.
     """
     items = [*selection.admitted, *selection.history]
     counts = {SCOPE: 0, BUDGET: 0, **shell.exclusions, **selection.counts}
-    shell = replace(shell, exclusions=dict(sorted(counts.items())), conflicts=_conflicts(selection.conflicts, {}))
+    shell = replace(
+        shell,
+        exclusions=dict(sorted(counts.items())),
+        conflicts=_conflicts(selection.conflicts, {}),
+        record_values=live.record_values,
+        live_sources=live.sources,
+        warnings=(*shell.warnings, *live.warnings),
+    )
     listed = _excluded(selection)[:MAX_LISTED_EXCLUSIONS]
     reason = _empty_reason(shell, selection)
     empty = _packet(shell, [], len(items), reason, selection)
@@ -56,7 +72,7 @@ def assemble(shell: Packet, selection: Selection, as_of: dt.date, live_checks: S
     room = _Room(shell, worst_left_out=len(items))
     admitted: list[Evidence] = []
     for admission in items:
-        item = _fit(room, _evidence(admission, len(admitted) + 1, as_of, tuple(live_checks)))
+        item = _fit(room, _evidence(admission, len(admitted) + 1, as_of, live))
         if item is not None:
             admitted.append(item)
             room.take(item)
@@ -122,6 +138,8 @@ def _conflicts(drafts: Sequence[ConflictDraft], refs: dict[str, str]) -> tuple[C
             resolution = f"superseded({losers}, by={winners})"
         elif draft.kind == "authority":
             resolution = f"authority({winners} over {losers})"
+        elif draft.kind == "live":
+            resolution = f"live({winners} over {losers})"
         else:
             resolution = "unresolved"
         sides = tuple(
@@ -172,9 +190,14 @@ def _packet(shell: Packet, admitted: list[Evidence], left_out: int, reason: str 
     else:
         abstention = None if current else reason
     refs = {item.id: item.ref for item in admitted}
+    keys = {a.candidate.id: live_keys(a.candidate.stored) or () for a in selection.admitted}
+    reads = tuple(
+        LiveRead(item.ref, item.id, keys.get(item.id, ()), item.verify_live) for item in current if item.verify_live
+    )
     return replace(
         shell,
         evidence=tuple(admitted),
+        verify_live_before_acting=reads,
         abstained=abstention is not None,
         abstention_reason=abstention,
         exclusions={**shell.exclusions, BUDGET: left_out},
@@ -215,15 +238,17 @@ def _cut(item: Evidence, lines: list[str], keep: int) -> Evidence:
     return replace(item, excerpt="\n".join(lines[:keep]), line_end=item.line_start + keep - 1, truncated=True)
 
 
-def _evidence(admission: Admission, rank: int, as_of: dt.date, live_checks: tuple[LiveCheck, ...]) -> Evidence:
+def _evidence(admission: Admission, rank: int, as_of: dt.date, live: LiveOutcome) -> Evidence:
     candidate = admission.candidate
     stored = candidate.stored
     passage = stored.passage
     facts = stored.facts
     age = source_age_days(stored.observed_at, as_of)
     window = fresh_for_days(stored.metadata)
-    live = run_checks(live_checks, facts.asserts) if facts.asserts and admission.role != HISTORICAL else []
-    reason = "; ".join([admission.reason, *(result.detail for result in live)])
+    results = live.of(passage.id) if admission.role != HISTORICAL else ()
+    reason = "; ".join([admission.reason, *(result.detail for result in results)])
+    status = live_status(results)
+    freshness = freshness_label(age, window)
     return Evidence(
         ref=f"e{rank}",
         id=passage.id,
@@ -235,10 +260,10 @@ def _evidence(admission: Admission, rank: int, as_of: dt.date, live_checks: tupl
         heading=passage.heading,
         observed_at=stored.observed_at,
         source_age_days=age,
-        freshness=freshness_label(age, window),
+        freshness=freshness,
         fresh_for_days=window,
         indexed_at=stored.indexed_at,
-        live_verified=bool(live) and all(result.verified for result in live),
+        live_verified=bool(results) and all(result.verified for result in results),
         authority=facts.authority,
         status=admission.status,
         retrieved_by=candidate.retrieved_by,
@@ -250,4 +275,9 @@ def _evidence(admission: Admission, rank: int, as_of: dt.date, live_checks: tupl
         asserts=dict(facts.asserts),
         duplicates=admission.duplicates,
         scope=facts.scope,
+        live_status=status,
+        verify_live=None if admission.role == HISTORICAL else verify_live_reason(stored, freshness, window, status),
+        source_sha256=stored.source_sha256,
+        source_revision=stored.revision,
+        note_revision=facts.revision,
     )

@@ -19,6 +19,7 @@ FILTERED_BY_VALIDITY, FILTERED_BY_SCOPE = "filtered_by_validity", "filtered_by_s
 
 # Roles of admitted evidence, and the order each intent shows them in.
 CURRENT, EXPLANATION, COUNTER, HISTORICAL = "current", "explanation", "counter", "historical"
+CONTRADICTED = "contradicted"  # a live system of record holds another value: shown after the rest, never governs
 ROLE_ORDER: dict[str, tuple[str, ...]] = {
     "orient": (CURRENT, EXPLANATION, COUNTER),
     "verify": (CURRENT, COUNTER, EXPLANATION),
@@ -116,7 +117,7 @@ class ConflictDraft:
 
     proposition: str
     sides: tuple[Side, ...]
-    kind: str  # "superseded" | "authority" | "unresolved"
+    kind: str  # "superseded" | "authority" | "unresolved" | "live" (a system of record over a note)
     winners: tuple[str, ...] = ()
     losers: tuple[str, ...] = ()
     blocking: bool = False  # unresolved and about the leading evidence: the packet must abstain

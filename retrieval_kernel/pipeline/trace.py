@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from .candidates import Candidate, Request, Selection
     from .lanes import LaneRun
 
-TRACE_VERSION = 1
+TRACE_VERSION = 2  # 2: "sources" (each item's note sha256 and revisions), "live", "versions"
 
 
 def build_trace(
@@ -53,9 +53,29 @@ def build_trace(
                 "fresh_for_days": item.fresh_for_days,
                 "freshness": item.freshness,
                 "live_verified": item.live_verified,
+                "live_status": item.live_status,
+                "verify_live_before_acting": item.verify_live is not None,
             }
             for item in packet.evidence
         ],
+        "sources": [
+            {
+                "id": item.id,
+                "path": item.path,
+                "lines": [item.line_start, item.line_end],
+                "source_sha256": item.source_sha256,
+                "source_revision": item.source_revision,
+                "note_revision": item.note_revision,
+            }
+            for item in packet.evidence
+        ],
+        "live": {
+            "sources": [
+                {"name": s.name, "status": s.status, "checked_at": s.checked_at, "detail": s.detail}
+                for s in packet.live_sources
+            ],
+            "contradicted": [pid for value in packet.record_values for pid in value.contradicts],
+        },
         "conflicts": [
             {
                 "id": c.id,
@@ -123,8 +143,9 @@ def trace_text(trace: dict[str, Any]) -> str:
         f"scopes {', '.join(trace['scopes']) or '(none)'}  audit {trace['audit']}",
         f"query sha256 {trace['query_sha256'][:16]}…  projection {trace['projection']}  "
         f"budget {trace['budget']['used']:,}/{trace['budget']['limit']:,} {trace['budget']['unit']}",
-        "lanes:",
     ]
+    lines += _versions_lines(trace)
+    lines.append("lanes:")
     for lane in trace["lanes"]:
         top = ", ".join(f"{pid} #{rank} ({score})" for pid, rank, score in lane["candidates"][:5])
         config = ", ".join(f"{key} {value}" for key, value in lane["config"].items())
@@ -147,8 +168,17 @@ def trace_text(trace: dict[str, Any]) -> str:
     for check in trace["freshness"]:
         lines.append(
             f"  {check['id']}: observed {check['observed_at'] or 'unknown'}, age {check['age_days']} d, "
-            f"fresh for {check['fresh_for_days']} d: {check['freshness']}; live verified {check['live_verified']}"
+            f"fresh for {check['fresh_for_days']} d: {check['freshness']}; live {check.get('live_status', 'n/a')}"
+            + ("; VERIFY LIVE BEFORE ACTING" if check.get("verify_live_before_acting") else "")
         )
+    for source in trace.get("sources", []):
+        lines.append(
+            f"  source {source['path']}:{source['lines'][0]}-{source['lines'][1]} rev {source['source_revision']} "
+            f"sha256 {(source['source_sha256'] or 'unknown')[:16]}"
+        )
+    for live in trace.get("live", {}).get("sources", []):
+        detail = f" ({live['detail']})" if live["detail"] else ""
+        lines.append(f"live source {live['name']}: {live['status']}{detail}")
     for conflict in trace["conflicts"]:
         lines.append(
             f"conflict {conflict['id']} on {conflict['proposition']}: {conflict['resolution']} "
@@ -163,3 +193,17 @@ def trace_text(trace: dict[str, Any]) -> str:
     if trace["abstained"]:
         lines.append(f"abstained: {trace['abstention_reason']}")
     return "\n".join(lines)
+
+
+def _versions_lines(trace: dict[str, Any]) -> list[str]:
+    """What the packet was built with (traces from before version 2 have no such line)."""
+    versions = trace.get("versions")
+    if not versions:
+        return []
+    model = versions["embedding_model"]
+    return [
+        f"versions: retrieval_kernel {versions['package']}, packet v{versions['packet_version']}, "
+        f"{model['name']} ({model['package'] or 'model package unknown'}), "
+        f"answerability {(versions['answerability_model']['sha256'] or 'missing')[:12]}, "
+        f"selector calibration {(versions['selector_calibration']['sha256'] or 'missing')[:12]}"
+    ]

@@ -33,12 +33,13 @@ from .abstention import (
     abstention_reason,
 )
 from .answerability import POOL_JUDGED, Judge, Judgement, Signals
-from .assembly import assemble
+from .assembly import assemble, with_live
 from .candidates import DEFAULT_INTENT, SCOPE, Candidate, Request, Selection
 from .freshness import parse_as_of
 from .fusion import reciprocal_rank_fusion
 from .lanes import DENSE_MIN_COSINE, DenseLane, IdentityLane, Lane, LaneRun, LexicalLane
 from .live import LiveCheck
+from .live_policy import apply_live
 from .requests import (
     CANDIDATE_POOL,
     DEFAULT_TOP,
@@ -54,6 +55,7 @@ from .scope import ScopeView, packet_warnings
 from .timing import Stages
 from .trace import build_trace
 from .upkeep import Upkeep
+from .versions import component_versions
 
 if TYPE_CHECKING:
     from ..projections.dense import DenseProjection
@@ -220,12 +222,15 @@ class Workspace(Upkeep):
         scopes: Sequence[str] | str | None = None,
         intent: str = DEFAULT_INTENT,
         audit: bool = False,
+        live_checks: Sequence[LiveCheck] | None = None,
     ) -> Packet:
         """Answer ``text`` with a cited evidence packet within the budget.
 
         ``scopes`` are the caller's (a note with a ``scope`` outside them is never
         seen; ``"*"`` sees all); ``intent`` is one of orient, verify, plan, audit;
         ``audit`` also shows excluded items, as history, never as current evidence.
+        ``live_checks`` are the systems of record asked this time (default: the workspace's;
+        ``()`` asks none); see :mod:`retrieval_kernel.pipeline.live_policy`.
         """
         query = checked_query(text)
         budget = budget_from(max_bytes, max_chars)
@@ -274,8 +279,11 @@ class Workspace(Upkeep):
         selection = policy.select(
             ranked, request, view.links, view.facts, self._lead_passage(view), top, judgement, query
         )
+        stages.start("live")
+        live = apply_live(selection.admitted, self.live_checks if live_checks is None else tuple(live_checks))
+        selection = with_live(selection, live)
         stages.start("assembly")
-        packet = assemble(shell, selection, request.as_of, self.live_checks)
+        packet = assemble(shell, selection, request.as_of, live)
         packet = replace(packet, trace_id=_outcome_id(packet))  # same length: budget.used is unchanged
         stages.start("trace")
         self._keep_trace(packet, request, runs, ranked, selection)
@@ -377,6 +385,7 @@ class Workspace(Upkeep):
         selection: Selection,
     ) -> None:
         body = build_trace(packet, request, runs, ranked, selection, self.candidate_pool, self.dense_min_cosine)
+        body["versions"] = component_versions(self.embedder)
         self.records.save_trace(packet.trace_id, body, utc_now())
 
     def trace(self, trace_id: str) -> dict[str, Any] | None:
@@ -400,7 +409,7 @@ class Workspace(Upkeep):
 
 def _outcome_id(packet: Packet) -> str:
     """The trace id, extended with what was decided (so a changed live verdict gets its own trace)."""
-    decided = [[item.id, item.role, item.live_verified, item.line_end] for item in packet.evidence]
+    decided = [[item.id, item.role, item.live_status, item.line_end] for item in packet.evidence]
     material = [packet.trace_id, decided, packet.abstention_reason, [c.resolution for c in packet.conflicts]]
     return hashlib.sha256(json.dumps(material).encode()).hexdigest()[:16]
 

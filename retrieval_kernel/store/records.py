@@ -107,6 +107,7 @@ class StoredPassage:
     metadata: dict[str, Any]
     revision: int
     facts: NoteFacts = field(default_factory=NoteFacts)
+    source_sha256: str = ""  # of the note's bytes this revision was read from ("" until the next sync re-reads it)
 
 
 @dataclass(frozen=True)
@@ -296,7 +297,7 @@ class RecordStore:
             batch = tuple(missing[start : start + 500])
             marks = ",".join("?" * len(batch))
             cache.update(
-                (row[0], ((row[1], row[14]), _stored_passage(row)))
+                (row[0], ((row[1], row[15]), _stored_passage(row)))
                 for row in self._rows_where(f"p.id IN ({marks})", batch)
             )
         found = sorted(cache[pid] for pid in wanted if pid in cache)  # by path and position, as the store reads them
@@ -319,7 +320,7 @@ class RecordStore:
     def _rows_where(self, clause: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         return self._db.execute(
             "SELECT p.id, p.path, p.module, p.heading, p.heading_path, p.line_start, p.line_end, "
-            "p.text, p.sha256, d.observed_at, d.indexed_at, d.metadata, d.revision, d.facts, p.ordinal "
+            "p.text, p.sha256, d.observed_at, d.indexed_at, d.metadata, d.revision, d.facts, d.sha256, p.ordinal "
             f"FROM passages p JOIN documents d ON d.path = p.path WHERE {clause} ORDER BY p.path, p.ordinal",
             args,
         ).fetchall()
@@ -457,4 +458,5 @@ def _stored_passage(row: tuple[Any, ...]) -> StoredPassage:
         metadata=json.loads(row[11]),
         revision=row[12],
         facts=NoteFacts.from_dict(json.loads(row[13])),
+        source_sha256=row[14],
     )
