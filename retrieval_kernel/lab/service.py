@@ -105,19 +105,16 @@ class LabService:
         return stored
 
     async def note(self, lab_path: str | None, note: str | None) -> dict[str, Any]:
-        """A whole note for the read-only view: by Lab path (``..`` allowed into served folders) or by
-        its path inside the notes folder."""
+        """A whole note for the read-only view: by its path inside the notes folder (scope-checked), or by
+        Lab path (``..`` allowed, into the root, the notes folder or an extra notes folder only)."""
         if note is not None:
             service = self._service()
             text = await service.run(lambda ws: service.read_note(ws, note))
             return {"path": note, "lab_path": self.lab_path(note), "lines": text.split("\n")}
-        folders = [] if self.settings.notes_dir is None else [self.settings.notes_dir]
-        inside = root_relative(self.root, lexical(Path(self.root) / (lab_path or "")))
-        file, folder = served_note(self.root, lab_path or "", [*([self.root] if inside else []), *folders,
-                                                              *self.extra_notes_dirs])
-        if self.evidence is not None and folder == Path(lexical(self.settings.notes_dir or "")):
-            relative = file.relative_to(folder).as_posix()
-            return await self.note(None, relative)
+        notes = [] if self.settings.notes_dir is None else [Path(lexical(self.settings.notes_dir))]
+        file, folder = served_note(self.root, lab_path or "", [self.root, *notes, *self.extra_notes_dirs])
+        if folder in notes:  # a note of the served workspace: the same scope rules as every other answer
+            return await self.note(None, file.relative_to(folder).as_posix())
         if not file.is_file():
             raise InputError(f"{lab_path} is not a file")
         text = file.read_text(encoding="utf-8", errors="replace")
