@@ -259,3 +259,25 @@ def test_a_citation_in_the_explorer_opens_the_note_at_its_lines(notebook: Page) 
     selection = _selection(notebook)
     assert selection["doc"] == NOTES["delivery.md"] + "\nA plan also names a rollback owner.\n"
     assert selection["selected"] == _lines(selection["doc"], start, end)
+    _close_current_tab(notebook)
+
+
+def test_the_palette_lists_the_commands_and_a_selection_becomes_a_context_cell(notebook: Page) -> None:
+    notebook.keyboard.press("Control+Shift+C")  # the command palette
+    search = notebook.locator(".lm-CommandPalette-input")
+    search.fill("project notes")
+    labels = notebook.locator(".lm-CommandPalette-item .lm-CommandPalette-itemLabel").all_inner_texts()
+    assert "Ask project notes" in labels and "Insert %context cell for the selection" in labels
+    search.press("Escape")
+    cells = notebook.locator(".jp-Notebook .jp-CodeCell")
+    before = cells.count()
+    editor = cells.nth(before - 1).locator(".jp-InputArea-editor")  # the empty cell Lab adds after the last run
+    editor.scroll_into_view_if_needed()
+    editor.click()
+    notebook.keyboard.type("who hands records over")
+    notebook.keyboard.press("Control+A")  # select the cell's text
+    notebook.keyboard.press("Alt+Shift+C")
+    notebook.wait_for_function(
+        f"() => document.querySelectorAll('.jp-Notebook .jp-CodeCell').length === {before + 1}", timeout=10_000
+    )
+    assert cells.nth(before).locator(".jp-InputArea-editor").inner_text().strip() == "%context who hands records over"
