@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from retrieval_kernel import Workspace
-from retrieval_kernel.errors import InputError
-from retrieval_kernel.lab.paths import OutsideRootError, root_relative, served_note
+from retrieval_kernel.errors import InputError, OutsideRootError
+from retrieval_kernel.lab.paths import root_relative, served_note
 from retrieval_kernel.output.render import to_html
 
 NOTE = "# Gearbox\n\n## Seals\n\nGearbox seals are replaced yearly.\n"

@@ -22,8 +22,9 @@ from typing import Any
 import pytest
 from lab_process import TOKEN, Server, jupyter
 
+from retrieval_kernel.errors import NotConfiguredError
 from retrieval_kernel.lab.config import NOT_CONFIGURED
-from retrieval_kernel.lab.service import LabService, NotConfiguredError
+from retrieval_kernel.lab.service import LabService
 from retrieval_kernel.settings import Settings
 
 pytestmark = pytest.mark.slow

@@ -25,3 +25,10 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
     from .handlers import setup_handlers
 
     setup_handlers(serverapp)
+
+
+def _unload_jupyter_server_extension(serverapp: Any) -> None:
+    """Close the workspace (its worker thread, store and watcher) when the server stops."""
+    service = serverapp.web_app.settings.get("retrieval_kernel")
+    if service is not None:
+        service.close()

@@ -24,11 +24,17 @@ from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
 from tornado import web
 
-from ..errors import InputError, RetrievalKernelError, ScopeError, UnknownPassageError
+from ..errors import (
+    InputError,
+    NotConfiguredError,
+    OutsideRootError,
+    RetrievalKernelError,
+    ScopeError,
+    UnknownPassageError,
+)
 from ..settings import Settings
 from .config import RetrievalKernel, resolve
-from .paths import OutsideRootError
-from .service import LabService, NotConfiguredError
+from .service import LabService
 
 BASE = "retrieval-kernel"
 

@@ -11,11 +11,7 @@ import os
 from pathlib import Path, PurePosixPath
 
 from ..corpus.notes import NOTE_SUFFIXES
-from ..errors import InputError
-
-
-class OutsideRootError(InputError):
-    """A path that leaves the server's root and is not a note of a folder the server serves."""
+from ..errors import InputError, OutsideRootError
 
 
 def lexical(path: str | Path) -> str:

@@ -11,17 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from ..agents.service import EvidenceService
-from ..errors import InputError
+from ..errors import InputError, NotConfiguredError
 from ..output.packet import MAX_BUDGET, MIN_BUDGET
 from ..pipeline.requests import DEFAULT_TOP
 from ..settings import Settings
 from ..store.refresh import REFRESHING
 from .config import NOT_CONFIGURED, server_config
 from .paths import lexical, root_relative, served_note
-
-
-class NotConfiguredError(InputError):
-    """The server has no notes folder to serve."""
 
 
 class LabService:
