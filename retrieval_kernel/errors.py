@@ -12,6 +12,8 @@
     │   ├── NotesDirError                notes root missing or not a directory
     │   ├── ScopeError                   a call asked for scopes wider than its server's
     │   ├── UnknownPassageError          no passage (or note) with that id is visible to the caller
+    │   ├── OutsideRootError             a note path outside the Jupyter root and every served notes folder
+    │   ├── NotConfiguredError           the Jupyter server extension has no notes folder to serve
     │   ├── ChromaConfigError            a malformed Chroma URL, tenant, database or prefix
     │   └── LiveSourceError              a system of record that cannot be read, or answers malformed JSON
     │       └── LiveTimeoutError         a system of record did not answer within its time limit
@@ -79,6 +81,14 @@ class ScopeError(InputError):
 
 class UnknownPassageError(InputError):
     """No passage or note with that id is visible to the caller (hidden ones are reported the same way)."""
+
+
+class OutsideRootError(InputError):
+    """A note path that leaves the Jupyter server's root and is not a note of a folder the server serves."""
+
+
+class NotConfiguredError(InputError):
+    """The Jupyter server extension has no notes folder to serve (or its settings are bad)."""
 
 
 class NoteError(RetrievalKernelError):

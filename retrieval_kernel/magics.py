@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -350,8 +352,9 @@ class ContextMagics(Magics, Configurable):
         """One workspace (and watcher) per notes store; a changed setting replaces it."""
         if settings.notes_dir is None:  # pragma: no cover - _settings refuses this first
             raise UsageError("%context: no notes folder")
-        notes = settings.notes_dir.resolve()
-        store = settings.store_dir.resolve() if settings.store_dir is not None else None
+        # absolute as the user reached them (no symlink resolution): citation links keep that path
+        notes = Path(os.path.abspath(settings.notes_dir))
+        store = Path(os.path.abspath(settings.store_dir)) if settings.store_dir is not None else None
         key = (notes, store, settings.chroma, settings.refresh_mode, settings.debounce, settings.refresh_timeout)
         if key not in self._workspaces:
             for old in [k for k in self._workspaces if k[:2] == (notes, store)]:

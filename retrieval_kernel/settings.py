@@ -383,6 +383,7 @@ class _Resolver:
         environ: Mapping[str, str] | None,
         pyproject: PyprojectCache | None,
         option_name: Callable[[str], str] = _option_name,
+        configured_by: str = "%config ContextMagics",
     ) -> _Resolver:
         for given in (options or {}, configured or {}):
             unknown = sorted(set(given) - SETTING_KEYS)
@@ -393,7 +394,7 @@ class _Resolver:
         return cls(
             [
                 _Source(options or {}, option_name),
-                _Source(configured or {}, lambda key: f"%config ContextMagics.{key}"),
+                _Source(configured or {}, lambda key: f"{configured_by}.{key}"),
                 _Source(table, lambda key: f"{path} [tool.retrieval_kernel] {key}"),
                 _Source(
                     {key: env[name] for key, name in ENV_VARS.items() if env.get(name, "").strip()},
@@ -467,16 +468,18 @@ def resolve_settings(
     start: Path | None = None,
     environ: Mapping[str, str] | None = None,
     pyproject: PyprojectCache | None = None,
+    configured_by: str = "%config ContextMagics",
 ) -> Settings:
     """The settings in force: option > ``%config`` > pyproject > environment > default, key by key.
 
-    ``options`` are the magic's or CLI's flags and ``configured`` the ``%config`` traitlets,
+    ``options`` are the magic's or CLI's flags and ``configured`` the ``%config`` traitlets
+    (or another configurable's, named in errors by ``configured_by``),
     both by setting key (``None``: not set); the pyproject is the nearest one at or above
     ``start`` (default: the working folder), read through ``pyproject`` (a cache) when
     given; ``environ`` defaults to ``os.environ``. A bad value raises ``InputError``,
     ``BudgetError``, ``DateError`` or ``ChromaConfigError`` naming the key and where it was set.
     """
-    return _Resolver.gather(options, configured, start, environ, pyproject).settings()
+    return _Resolver.gather(options, configured, start, environ, pyproject, configured_by=configured_by).settings()
 
 
 def resolve_chroma(

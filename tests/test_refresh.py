@@ -104,7 +104,9 @@ def test_on_query_with_debounce_answers_stale_from_the_last_good_index_then_catc
 def test_on_query_without_changes_does_not_take_the_lock_or_sync(corpus: Path, tmp_path: Path, monkeypatch) -> None:
     with Workspace(corpus, tmp_path / "store", lanes=LANES) as ws:
         ws.index()
-        monkeypatch.setattr(Workspace, "index", lambda self, wait=True, timeout=None: pytest.fail("refreshed with nothing to do"))
+        monkeypatch.setattr(
+            Workspace, "index", lambda self, wait=True, timeout=None: pytest.fail("refreshed with nothing to do")
+        )
         assert ws.query("pump seal", as_of=AS_OF).projection == "consistent"
 
 

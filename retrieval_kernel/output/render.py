@@ -279,13 +279,23 @@ def live_html(packet: Packet) -> str:
 
 
 def citation_html(item: Evidence, source_root: str | None) -> str:
-    """The citation as a relative link to the note (JupyterLab opens it), with its line range."""
+    """The citation as a relative link to the note, with its line range.
+
+    The link is relative to the working folder (the notebook's folder in Jupyter) and made from the
+    paths as the user reached them (``source_root`` is not symlink-resolved), so it stays the same
+    wherever the checkout sits. Outside JupyterLab it is a plain relative link; in JupyterLab the
+    retrieval-kernel-lab extension reads ``data-rk-*`` and opens the note at exactly these lines.
+    """
     code = f"<code>{html.escape(citation(item))}</code>"
     if source_root is None:
         return code
-    target = os.path.relpath(os.path.join(source_root, item.path), os.getcwd())
-    href = urllib.parse.quote(Path(target).as_posix())
-    return f'<a class="rk-cite" href="{html.escape(href)}" title="open the note">{code}</a>'
+    target = Path(os.path.relpath(os.path.join(source_root, item.path), os.path.abspath(os.curdir))).as_posix()
+    href = urllib.parse.quote(target)
+    return (
+        f'<a class="rk-cite" href="{html.escape(href)}" data-rk-path="{html.escape(target)}" '
+        f'data-rk-start="{item.line_start}" data-rk-end="{item.line_end}" title="open the note at these lines">'
+        f"{code}</a>"
+    )
 
 
 def evidence_html(item: Evidence, source_root: str | None = None) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -272,7 +273,7 @@ class Workspace(Upkeep):
             trace_id=_trace_id(query, request, budget, top, reports),
             scopes=tuple(sorted(request.scopes)),
             intent=request.intent,
-            source_root=str(self.notes_dir.resolve()),
+            source_root=os.path.abspath(self.notes_dir),  # as the user reached it: links survive symlinks
             confidence=judgement.confidence if judgement is not None else None,
         )
         stages.start("policy")
