@@ -140,7 +140,7 @@ class LexicalProjection:
         if state.version != self.version:
             self.close()
             self.version = state.version
-        problem = self.problem()
+        problem = self.problem(deep=False)
         if problem is None and state.high_water > records.high_water():
             problem = f"its high-water mark {state.high_water} is past the change log's {records.high_water()}"
         if problem is not None:
@@ -205,8 +205,13 @@ class LexicalProjection:
 
     rebuilt_because: str | None = None  # why the last sync rebuilt (None: it did not)
 
-    def problem(self) -> str | None:
-        """Why the serving version cannot be read (``None`` when it can): missing or damaged files."""
+    def problem(self, deep: bool = True) -> str | None:
+        """Why the serving version cannot be read (``None`` when it can): missing or damaged files.
+
+        ``deep`` also reads every segment's stored fields (what ``status`` reports); a refresh
+        checks only that the index opens (its table of contents and segment files), which is
+        what a missing or garbled file breaks, without a read proportional to the corpus.
+        """
         folder = self.folder
         try:
             if not whoosh_index.exists_in(folder):
@@ -214,7 +219,8 @@ class LexicalProjection:
             searcher = self._get_searcher()
             if "body_len" not in searcher.schema:
                 return f"the lexical index {folder} was built by an older version"
-            _read_every_segment(searcher)
+            if deep:
+                _read_every_segment(searcher)
         except Exception as exc:  # any failure to read it: damaged files
             self.close()
             return f"the lexical index {folder} cannot be read ({type(exc).__name__}: {exc})"

@@ -219,6 +219,7 @@ def status_text(status: dict[str, Any]) -> str:
         f"state {status['state']}  ·  refresh {refresh['mode']} (debounce {refresh['debounce']:g} s"
         + (f", timeout {refresh['timeout']:g} s" if refresh["timeout"] else "")
         + (", watching" if status["watching"] else "")
+        + (f", changes found by {refresh['change_detection']}" if refresh.get("change_detection") else "")
         + ")",
         f"record store: {store['documents']} notes, {store['passages']} passages, change log at {store['high_water']}"
         + (" (read-only)" if store["read_only"] else "")
