@@ -142,6 +142,9 @@ def test_inventory_entry_shows_every_front_matter_fact(notes_dir: Path) -> None:
         "status_source": "front matter",
         "supersedes": [],
         "superseded_by": ["policies/b.md"],
+        "amends": [],
+        "partly_superseded_by": [],
+        "requires": [],
         "authority": "reference",
         "scope": ["tenant-a", "tenant-b"],
         "asserts": {"refund_window_days": 30},
@@ -149,6 +152,7 @@ def test_inventory_entry_shows_every_front_matter_fact(notes_dir: Path) -> None:
         "kind": "policy",
         "aliases": ["old refund policy"],
         "passages": 1,
+        "cells": None,
         "warnings": [],
     }
 

@@ -29,6 +29,7 @@ PUBLIC = [
     "LexicalUnreadableError",
     "NoteDecodeError",
     "NoteError",
+    "NotebookError",
     "NotesDirError",
     "Packet",
     "QueryTooLongError",

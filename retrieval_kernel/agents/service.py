@@ -214,6 +214,7 @@ class EvidenceService:
             "scope": list(stored.facts.scope),
             "instruction_like": cue is not None,
             "instruction_cue": cue,
+            "cell": None if passage.cell_index is None else {"id": passage.cell_id, "index": passage.cell_index},
         }
 
     def status(self, workspace: Workspace) -> dict[str, Any]:

@@ -24,7 +24,8 @@ DEFAULT_BUDGET_UNIT: BudgetUnit = "chars"
 DEFAULT_BUDGET_LIMIT = 20_000
 MIN_BUDGET = 1_000
 MAX_BUDGET = 1_000_000
-PACKET_VERSION = 4  # 3: "confidence"; 4: "evidence_notice" and each item's "instruction_like"/"instruction_cue"
+PACKET_VERSION = 5  # 3: "confidence"; 4: "evidence_notice" and each item's "instruction_like"/"instruction_cue";
+# 5: each item's "partly_superseded_by" and "cell" (a notebook passage's cell), conflicts "partly_superseded(...)"
 MAX_LISTED_EXCLUSIONS = 20  # excluded items named in the packet; the counts cover all of them
 
 
@@ -106,6 +107,14 @@ class Evidence:
     asserts: Mapping[str, Any] = field(default_factory=dict)
     duplicates: tuple[str, ...] = ()
     scope: tuple[str, ...] = ()  # the audience the note speaks for; empty = everyone
+    partly_superseded_by: tuple[str, ...] = ()  # paths of valid notes that amend this one (they govern the changes)
+    cell_id: str | None = None  # a notebook passage: its Markdown cell's id (lines count inside the cell) ...
+    cell_index: int | None = None  # ... and its 0-based position among the notebook's cells
+
+    @property
+    def cell(self) -> dict[str, Any] | None:
+        """``{"id", "index"}`` of the notebook cell the lines are in, else ``None`` (a Markdown note)."""
+        return None if self.cell_index is None else {"id": self.cell_id, "index": self.cell_index}
 
     @property
     def instruction_cue(self) -> str | None:
@@ -146,6 +155,8 @@ class Excluded:
     line_end: int
     reason: str
     detail: str
+    cell_id: str | None = None
+    cell_index: int | None = None
 
 
 @dataclass(frozen=True)
@@ -295,6 +306,8 @@ def evidence_dict(item: Evidence) -> dict[str, Any]:
         "truncated": item.truncated,
         "instruction_like": (cue := item.instruction_cue) is not None,
         "instruction_cue": cue,
+        "partly_superseded_by": list(item.partly_superseded_by),
+        "cell": item.cell,
     }
 
 
@@ -320,4 +333,5 @@ def excluded_dict(item: Excluded) -> dict[str, Any]:
         "line_end": item.line_end,
         "reason": item.reason,
         "detail": item.detail,
+        "cell": None if item.cell_index is None else {"id": item.cell_id, "index": item.cell_index},
     }
