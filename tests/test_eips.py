@@ -123,6 +123,8 @@ def test_a_question_about_a_final_proposal_is_answered_from_it(eip_ws) -> None:
     assert packet.evidence[0].path == FINAL and packet.evidence[0].status == "current"
     assert all(item.status == "current" for item in packet.evidence)
     assert packet.exclusions.get("draft", 0) > 0  # the set-aside revisions are still named and counted
+    trace = eip_ws.trace(packet.trace_id)
+    assert trace["set_aside"] and not set(trace["set_aside"]) & {pid for pid, _, _ in trace["lanes"][1]["candidates"]}
 
 
 @pytest.mark.slow

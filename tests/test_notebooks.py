@@ -170,3 +170,20 @@ def test_a_notebook_broken_after_indexing_keeps_its_last_good_revision(notebook_
     assert any(NOTEBOOK in warning for warning in packet.warnings)
     later = notebook_ws.query("When do we retest?", as_of=AS_OF)
     assert any(item.cell_id == "later" for item in later.evidence)  # the last good revision, whole
+
+
+def test_mcp_reads_a_notebook_as_its_markdown_cells(notebook_ws) -> None:
+    from retrieval_kernel.agents.service import EvidenceService, ServerConfig
+    from retrieval_kernel.errors import InputError
+
+    service = EvidenceService(ServerConfig(notebook_ws.notes_dir))
+    try:
+        text = service.read_note(notebook_ws, NOTEBOOK)
+        assert "<!-- cell 4 id decision -->" in text and "pool of 60 connections" in text
+        assert "read_csv" not in text and "secret-output-marker" not in text
+        with pytest.raises(InputError, match="read the passage by its id"):
+            service.read_note(notebook_ws, NOTEBOOK, "L1-L2")
+        passage = service.read_passage(notebook_ws, "load-test-findings#decision")
+        assert passage["cell"] == {"id": "decision", "index": 4}
+    finally:
+        service.close()

@@ -151,10 +151,12 @@ class _Resolver:
         matches = self.by_number.get(key, [])
         if not matches and key[0] not in self.prefixes:  # "ADR-19" in an adr-tools folder of 0019-x.md files
             matches = self.by_number.get(("", key[1]), [])
-        if not matches and not key[0]:  # "141" in a folder of eip-141.md files: the series' number 141
-            matches = self.by_bare_number.get(key[1], [])
         folder = posixpath.dirname(source)
         near = [path for path in matches if posixpath.dirname(path) == folder]
+        if not near and not key[0]:  # "141" beside eip-141.md: the number 141 of the referring note's series
+            series = self.by_bare_number.get(key[1], [])
+            near = [path for path in series if posixpath.dirname(path) == folder]
+            matches = matches or series
         return tuple(near or matches)
 
 

@@ -30,8 +30,8 @@ ABSTENTION_TEXT = {
     "index_unavailable": "no lane could run; see each lane's reason",
     "filtered_by_scope": "matching notes exist, but none is within your scopes",
     "filtered_by_validity": (
-        "every matching passage is superseded, expired, not yet valid, draft, deprecated or rejected "
-        "as of the clock (use --audit to see them)"
+        "every matching passage is superseded, expired, not yet valid, draft, deprecated, rejected, "
+        "withdrawn or moved as of the clock (use --audit to see them)"
     ),
     "unresolved_conflict": (
         "the evidence disagrees and nothing resolves it (no supersession, equal authority); "
