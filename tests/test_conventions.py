@@ -243,3 +243,8 @@ def test_a_fully_superseded_decision_is_still_excluded(tmp_path: Path) -> None:
         packet = ws.query("Which protocol does the partner API use?", as_of=AS_OF)
     assert [item.path for item in packet.evidence if item.role == "current"][:1] == ["0005-use-grpc-for-partner-api.md"]
     assert "0003-use-rest-for-partner-api.md" not in {item.path for item in packet.evidence}
+
+
+def test_one_source_time_the_first_date_key_wins() -> None:
+    note = parse_note("a.md", "---\ndate: 2021-03-04\ncreated: 2019-01-01\n---\nBody\n")
+    assert note.observed_at == "2021-03-04" and note.warnings == ()

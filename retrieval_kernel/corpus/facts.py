@@ -177,7 +177,7 @@ def spelled_keys(metadata: Mapping[str, Any]) -> dict[str, Any]:
     found: dict[str, Any] = {}
     for key, value in metadata.items():
         name = KEY_SPELLINGS.get(re.sub(r"[\s_-]+", "", str(key)).lower())
-        if name is None or value is None:
+        if name is None or value is None or (name == "created" and name in found):  # one source time: the first
             continue
         if name in found:
             previous = found[name] if isinstance(found[name], list) else [found[name]]
