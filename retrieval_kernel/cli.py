@@ -192,10 +192,16 @@ def _notes(args: argparse.Namespace) -> int:
         print(json.dumps(listing, indent=2, ensure_ascii=False))
         return EXIT_OK
     for entry in listing["notes"]:
-        superseded = f" superseded_by={','.join(entry['superseded_by'])}" if entry["superseded_by"] else ""
+        links = "".join(
+            f" {name}={','.join(entry[name])}"
+            for name in ("superseded_by", "partly_superseded_by", "requires")
+            if entry[name]
+        )
+        as_written = entry["status_as_written"]
+        written = f" ({as_written})" if as_written and as_written.lower() != entry["status"] else ""
         print(
-            f"{entry['path']}  id={entry['id']} status={entry['status']} authority={entry['authority']} "
-            f"observed={entry['observed']} scope={','.join(entry['scope']) or '-'}{superseded}"
+            f"{entry['path']}  id={entry['id']} status={entry['status']}{written} authority={entry['authority']} "
+            f"observed={entry['observed']} scope={','.join(entry['scope']) or '-'}{links}"
         )
     for problem in listing["problems"]:
         print(f"{problem['path']}  NOT PARSED: {problem['error']}")

@@ -19,7 +19,8 @@
     │       └── LiveTimeoutError         a system of record did not answer within its time limit
     ├── NoteError                        one note cannot be read (others still index)
     │   ├── NoteDecodeError              file is not valid UTF-8
-    │   └── FrontMatterError             front matter is not valid YAML / not a mapping
+    │   ├── FrontMatterError             front matter is not valid YAML / not a mapping
+    │   └── NotebookError                a .ipynb file is not a readable Jupyter notebook
     ├── StoreError                       the record store cannot be opened or written
     │   ├── CorruptStoreError            the store file is damaged: `retrieval-kernel rebuild`
     │   ├── RefreshBusyError             another process is publishing a refresh
@@ -108,6 +109,10 @@ class NoteDecodeError(NoteError):
 
 class FrontMatterError(NoteError):
     """The note's YAML front matter is malformed or not a mapping."""
+
+
+class NotebookError(NoteError):
+    """A ``.ipynb`` file in the notes folder is not a readable Jupyter notebook."""
 
 
 class StoreError(RetrievalKernelError):

@@ -21,6 +21,7 @@ from .output.render import (
     LIVE_TEXT,
     STYLE,
     abstention_text,
+    cell_text,
     conflict_text,
     evidence_html,
     excluded_text,
@@ -285,7 +286,7 @@ def _results_html(packet: Packet) -> str:
         )
         summary = (
             f"<b>[{esc(item.ref)}] {esc(item.module)} &rsaquo; {esc(item.heading)}</b> "
-            f"lines {item.line_start}-{item.line_end} {badges}"
+            f"{esc(cell_text(item))} lines {item.line_start}-{item.line_end} {badges}"
         )
         rows.append(
             f'<details class="rk-row" data-evidence-id="{esc(item.id)}"><summary>{summary}</summary>'

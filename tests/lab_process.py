@@ -51,15 +51,29 @@ def _wait(url: str, process: subprocess.Popen[bytes], log: Path, timeout: float 
 
 
 @contextmanager
-def jupyter(root: Path, app: str = "jupyter_server", options: Sequence[str] = (), env: dict[str, str] | None = None,
-            token: str = TOKEN) -> Iterator[Server]:
+def jupyter(
+    root: Path,
+    app: str = "jupyter_server",
+    options: Sequence[str] = (),
+    env: dict[str, str] | None = None,
+    token: str = TOKEN,
+) -> Iterator[Server]:
     """Run ``python -m APP`` rooted at ``root`` until the block ends; its log is ``root/../server.log``."""
     port = free_port()
     log = root.parent / f"{app}-{port}.log"
     command = [
-        sys.executable, "-m", app, "--no-browser", "--allow-root", f"--port={port}", "--ServerApp.ip=127.0.0.1",
-        f"--IdentityProvider.token={token}", "--ServerApp.password=", f"--ServerApp.root_dir={root}",
-        '--ServerApp.jpserver_extensions={"retrieval_kernel.lab": True}', *options,
+        sys.executable,
+        "-m",
+        app,
+        "--no-browser",
+        "--allow-root",
+        f"--port={port}",
+        "--ServerApp.ip=127.0.0.1",
+        f"--IdentityProvider.token={token}",
+        "--ServerApp.password=",
+        f"--ServerApp.root_dir={root}",
+        '--ServerApp.jpserver_extensions={"retrieval_kernel.lab": True}',
+        *options,
     ]
     if app == "jupyterlab":
         command += [

@@ -142,6 +142,9 @@ def test_inventory_entry_shows_every_front_matter_fact(notes_dir: Path) -> None:
         "status_source": "front matter",
         "supersedes": [],
         "superseded_by": ["policies/b.md"],
+        "amends": [],
+        "partly_superseded_by": [],
+        "requires": [],
         "authority": "reference",
         "scope": ["tenant-a", "tenant-b"],
         "asserts": {"refund_window_days": 30},
@@ -149,6 +152,7 @@ def test_inventory_entry_shows_every_front_matter_fact(notes_dir: Path) -> None:
         "kind": "policy",
         "aliases": ["old refund policy"],
         "passages": 1,
+        "cells": None,
         "warnings": [],
     }
 
@@ -230,12 +234,13 @@ def test_notes_command_prints_one_line_per_note_then_problems(notes_dir: Path, c
     captured = capsys.readouterr()
     assert captured.err == ""
     assert captured.out.splitlines() == [
-        "adr/0001-use-a-queue.md  id=adr/0001-use-a-queue status=superseded authority=None observed=2024-01-08 "
-        "scope=- superseded_by=adr/0002-use-a-log.md",
-        "adr/0002-use-a-log.md  id=adr/0002-use-a-log status=current authority=None observed=2024-03-01 scope=-",
+        "adr/0001-use-a-queue.md  id=adr/0001-use-a-queue status=superseded (⌛️ Superseded [2](0002-use-a-log.md)) "
+        "authority=None observed=2024-01-08 scope=- superseded_by=adr/0002-use-a-log.md",
+        "adr/0002-use-a-log.md  id=adr/0002-use-a-log status=current (✅ Accepted) authority=None observed=2024-03-01 "
+        "scope=-",
         "dangling.md  id=dangling status=None authority=None observed=None scope=-",
-        "dups/ADR001-index.md  id=dups/ADR001-index status=superseded authority=None observed=None scope=- "
-        "superseded_by=dups/ADR007-one.md,dups/ADR007-two.md",
+        "dups/ADR001-index.md  id=dups/ADR001-index status=superseded (Superseded by ADR007) authority=None "
+        "observed=None scope=- superseded_by=dups/ADR007-one.md,dups/ADR007-two.md",
         "dups/ADR007-one.md  id=dups/ADR007-one status=None authority=None observed=None scope=-",
         "dups/ADR007-two.md  id=dups/ADR007-two status=None authority=None observed=None scope=-",
         "policies/a.md  id=refund-policy-a status=superseded authority=reference observed=2026-01-10 "
@@ -250,6 +255,22 @@ def test_notes_command_json_is_the_inventory(notes_dir: Path, capsys) -> None:
     out = capsys.readouterr().out
     assert json.loads(out) == inventory(notes_dir)
     assert "⌛️ Superseded" in out  # ensure_ascii=False: written as is, not escaped
+
+
+def test_notes_command_reports_partial_supersession_requires_and_notebook_cells(capsys) -> None:
+    conventions = Path(__file__).resolve().parents[1] / "fixtures" / "conventions"
+    assert main(["notes", str(conventions), "--json"]) == 0
+    listing = json.loads(capsys.readouterr().out)
+    notes = {entry["path"]: entry for entry in listing["notes"]}
+    assert notes["partial/0006-on-call-rota.md"]["partly_superseded_by"] == ["partial/0008-follow-the-sun.md"]
+    assert notes["partial/0008-follow-the-sun.md"]["amends"] == ["partial/0006-on-call-rota.md"]
+    assert notes["pep-headers/tip-0012.md"]["requires"] == ["pep-headers/tip-0003.md", "pep-headers/tip-0007.md"]
+    assert notes["pep-headers/tip-0012.md"]["status_as_written"] == "Final"
+    assert notes["notebooks/load-test-findings.ipynb"]["cells"] == [1, 3, 4]
+    assert listing["problems"] == [] and listing["unresolved_links"] == []
+    assert main(["notes", str(conventions / "partial")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert any("status=partly_superseded (Accepted; partly superseded by" in line for line in lines)
 
 
 def test_notes_command_on_a_missing_folder_exits_2(tmp_path: Path, capsys) -> None:

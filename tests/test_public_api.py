@@ -34,6 +34,7 @@ PUBLIC = [
     "NotConfiguredError",
     "NoteDecodeError",
     "NoteError",
+    "NotebookError",
     "NotesDirError",
     "OutsideRootError",
     "Packet",

@@ -178,3 +178,18 @@ def test_store_with_a_different_schema_version_is_refused(tmp_path: Path) -> Non
     with pytest.raises(StoreError) as info:
         RecordStore(tmp_path / "s")
     assert "999" in str(info.value)
+
+
+def test_a_schema_2_store_gains_the_cell_column_and_reparses_every_note(tmp_path: Path) -> None:
+    note = parse_note("a.md", "# A\n\nSome text here.\n")
+    with RecordStore(tmp_path / "s") as records:
+        records.upsert(note, 10, 1, "2026-11-30T00:00:00Z")
+        records._db.execute("ALTER TABLE passages DROP COLUMN cell")  # the store as schema 2 wrote it
+        records._db.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+        records._db.commit()
+    with RecordStore(tmp_path / "s") as records:
+        (stored,) = records.passages().values()
+        assert stored.passage.text == note.passages[0].text and stored.passage.cell_index is None
+        assert records.documents()["a.md"].sha256 == ""  # parsed again on the next sync (facts gained fields)
+        version = records._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
+        assert version == "3"

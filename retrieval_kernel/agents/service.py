@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..corpus.notebooks import is_notebook, markdown_cells
 from ..errors import InputError, ScopeError, UnknownPassageError
 from ..output.grounding import check_grounding
 from ..output.instructions import EVIDENCE_NOTICE, instruction_cue
@@ -214,6 +215,7 @@ class EvidenceService:
             "scope": list(stored.facts.scope),
             "instruction_like": cue is not None,
             "instruction_cue": cue,
+            "cell": None if passage.cell_index is None else {"id": passage.cell_id, "index": passage.cell_index},
         }
 
     def status(self, workspace: Workspace) -> dict[str, Any]:
@@ -264,6 +266,8 @@ class EvidenceService:
         inside = file.is_relative_to(workspace.notes_dir.resolve())
         if doc is None or not visible(doc.facts, self.scopes) or not inside or not file.is_file():
             raise UnknownPassageError(NO_NOTE)
+        if is_notebook(path):
+            return _notebook_text(path, file.read_text(encoding="utf-8", errors="replace"), lines)
         text = file.read_text(encoding="utf-8", errors="replace").splitlines()
         if lines is None:
             return "\n".join(text)
@@ -280,6 +284,18 @@ class EvidenceService:
         if not isinstance(packet, Mapping) or not isinstance(packet.get("evidence"), list):
             raise InputError("packet must be a packet as context returns it (an object with an 'evidence' list)")
         return check_grounding(packet, answer).to_dict()
+
+
+def _notebook_text(path: str, text: str, lines: str | None) -> str:
+    """A notebook's Markdown cells (never code or outputs), each headed by its index and id."""
+    if lines is not None:
+        raise InputError(
+            f"{path} is a notebook: its cited lines count inside one cell; read the passage by its id instead"
+        )
+    return "\n\n".join(
+        f"<!-- cell {cell.index}{f' id {cell.id}' if cell.id else ''} -->\n" + "\n".join(cell.lines)
+        for cell in markdown_cells(path, text)
+    )
 
 
 def note_uri(path: str, line_start: int | None = None, line_end: int | None = None) -> str:

@@ -10,9 +10,12 @@ Front matter fields (all optional)::
     revision: B
     authority: authoritative       # authoritative > reference > informal
     scope: [tenant-a]              # who may see it (missing: everyone)
-    status: current                # current | superseded | disputed | draft | deprecated | rejected
-    supersedes: [refund-policy-a@A]
-    superseded_by: [refund-policy-c]
+    status: current                # as written; normalised by the table in status.py
+    supersedes: [refund-policy-a@A]  # also replaces, obsoletes
+    superseded_by: [refund-policy-c] # also Superseded-By, SupersededBy, replaced_by, obsoleted_by
+    amends: [refund-policy-0]      # partly supersedes (also updates); amended_by / updated_by the reverse
+    requires: [12, 0007-x.md]      # notes this one builds on (EIP/PEP ``Requires``)
+    created: 29-Oct-2019           # source time when no ``observed`` or ``Date:`` line gives one
     asserts: {refund_window_days: 14}
     fresh_for: 30d
     kind: policy                   # free label; ``failure`` marks counter-evidence
@@ -23,6 +26,10 @@ Notes without front matter are read as Architecture Decision Records: a
 "Accepted", "❌ Rejected", "> Accepted"), and a ``Date:`` line gives the source
 time (``2024-10-31``, ``08/01/24`` and ``8/1/2024`` read day first). Missing facts
 stay unknown: a file's mtime is never taken for a source time.
+
+Keys are read case-insensitively in their common spellings (:data:`KEY_SPELLINGS`), from
+YAML front matter or a PEP-style header block; a reference is a number (``141``, resolved
+within the series), a list, a comma-separated string, a path or a Markdown link.
 """
 
 from __future__ import annotations
@@ -33,43 +40,51 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .status import PARTLY_SUPERSEDED, STATUSES, SUPERSEDED, normalize_status
+
 AUTHORITY_LEVELS: dict[str, int] = {"authoritative": 3, "reference": 2, "informal": 1}
-STATUSES = ("current", "superseded", "disputed", "draft", "deprecated", "rejected")
 FAILURE_KINDS = frozenset({"failure", "incident", "postmortem", "counter-evidence"})
 
-# How written statuses map onto STATUSES (first matching word wins; ambiguous text stays unknown).
-_STATUS_WORDS: dict[str, str] = {
-    "accepted": "current",
-    "approved": "current",
-    "adopted": "current",
-    "agreed": "current",
-    "active": "current",
-    "current": "current",
-    "implemented": "current",
-    "amended": "current",
-    "superseded": "superseded",
-    "replaced": "superseded",
-    "disputed": "disputed",
-    "contested": "disputed",
-    "proposed": "draft",
-    "draft": "draft",
-    "pending": "draft",
-    "open": "draft",
-    "deprecated": "deprecated",
-    "obsolete": "deprecated",
-    "retired": "deprecated",
-    "rejected": "rejected",
-    "declined": "rejected",
-    "withdrawn": "rejected",
+# Front-matter and header keys as written in the wild → the fact they give. Keys compare with case,
+# ``-``, ``_`` and spaces ignored (``Superseded-By``, ``superseded_by``, ``SupersededBy`` are one key).
+KEY_SPELLINGS: dict[str, str] = {
+    "supersedes": "supersedes",
+    "replaces": "supersedes",
+    "obsoletes": "supersedes",
+    "supersededby": "superseded_by",
+    "replacedby": "superseded_by",
+    "obsoletedby": "superseded_by",
+    "updates": "amends",
+    "amends": "amends",
+    "partlysupersedes": "amends",
+    "partiallysupersedes": "amends",
+    "updatedby": "amended_by",
+    "amendedby": "amended_by",
+    "partlysupersededby": "amended_by",
+    "partiallysupersededby": "amended_by",
+    "requires": "requires",
+    "dependson": "requires",
+    "created": "created",
+    "date": "created",
 }
 _STATUS_HEADING = re.compile(r"^ {0,3}#{1,6}\s+status\b\s*:?\s*(?P<inline>.*?)\s*#*\s*$", re.IGNORECASE)
 _STATUS_LINE = re.compile(r"^\s*[*_]*status[*_]*\s*:[*_]*\s*(?P<value>\S.*)$", re.IGNORECASE)
 _DATE_LINE = re.compile(r"^\s*[*_]*date[*_]*\s*:[*_]*\s*(?P<value>\S.*)$", re.IGNORECASE)
 _ISO_DATE = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")  # also the date part of a datetime
+_YEAR_FIRST = re.compile(r"(?<!\d)(\d{4})/(\d{1,2})/(\d{1,2})(?!\d)")  # 2019/10/29
 _DAY_FIRST = re.compile(r"(?<!\d)(\d{1,2})/(\d{1,2})/(\d{4}|\d{2})(?!\d)")
+_MONTH_NAMES = (
+    "january", "february", "march", "april", "may", "june",
+    "july", "august", "september", "october", "november", "december",
+)  # fmt: skip
+_DAY_MONTH_NAME = re.compile(r"(?<!\d)(\d{1,2})[-\s]([A-Za-z]{3,9})\.?[-\s,]+(\d{4})(?!\d)")  # 29-Oct-2019
+_MONTH_NAME_DAY = re.compile(r"\b([A-Za-z]{3,9})\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})(?!\d)")  # Oct 29, 2019
 _LINK = re.compile(r"\[(?P<label>[^\]]*)\]\((?P<target>[^)\s]+)\)")
 _RECORD_NUMBER = re.compile(r"\b(?P<prefix>[A-Za-z]{1,5}-?)?(?P<number>\d{1,5})\b")  # ADR025, ADR-12, DR8, 0019
-_WORD = re.compile(r"[a-z]+")
+_SEPARATORS = re.compile(r"[,;]")
+
+
+REFERENCE_FIELDS = ("supersedes", "superseded_by", "amends", "amended_by", "requires")
 
 
 @dataclass(frozen=True)
@@ -87,6 +102,9 @@ class NoteFacts:
     status_source: str | None = None
     supersedes: tuple[str, ...] = ()
     superseded_by: tuple[str, ...] = ()
+    amends: tuple[str, ...] = ()  # notes this one partly supersedes (they stay current, it governs where they differ)
+    amended_by: tuple[str, ...] = ()
+    requires: tuple[str, ...] = ()
     asserts: Mapping[str, Any] = field(default_factory=dict)
     fresh_for: str | None = None
     kind: str | None = None
@@ -99,7 +117,7 @@ class NoteFacts:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> NoteFacts:
         known = {key: data[key] for key in cls.__dataclass_fields__ if key in data}
-        for key in ("aliases", "scope", "supersedes", "superseded_by"):
+        for key in (*REFERENCE_FIELDS, "aliases", "scope"):
             if key in known:
                 known[key] = tuple(known[key])
         return cls(**known)
@@ -115,18 +133,21 @@ class NoteFacts:
 
 
 def read_facts(
-    rel_path: str, metadata: Mapping[str, Any], lines: Sequence[str], body_start: int
+    rel_path: str,
+    metadata: Mapping[str, Any],
+    lines: Sequence[str],
+    body_start: int,
+    metadata_source: str = "front matter",
 ) -> tuple[NoteFacts, str | None, list[str]]:
-    """``(facts, observed date from a Date: line or None, warnings)`` of one note."""
+    """``(facts, observed date from a Date: line or a created/date key, or None, warnings)`` of one note."""
     warnings: list[str] = []
-    status, status_text, status_source, links = _status(metadata, lines, body_start, warnings)
-    supersedes = _references(metadata.get("supersedes"), "supersedes", warnings)
-    superseded_by = _references(metadata.get("superseded_by"), "superseded_by", warnings)
-    if status_source != "front matter" and links:
-        if status == "superseded":
-            superseded_by = tuple(dict.fromkeys([*superseded_by, *links]))
-        elif "supersedes" in (status_text or "").lower():
-            supersedes = tuple(dict.fromkeys([*supersedes, *links]))
+    keyed = spelled_keys(metadata)
+    status, status_text, status_source, links = _status(metadata, lines, body_start, warnings, metadata_source)
+    refs = {name: _references(keyed.get(name), name, warnings) for name in REFERENCE_FIELDS}
+    if links:
+        relation = _status_relation(status, status_text or "")
+        if relation is not None:
+            refs[relation] = tuple(dict.fromkeys([*refs[relation], *links]))
     date_line, observed = _date_line(lines, body_start, warnings)
     facts = NoteFacts(
         aliases=_strings(metadata.get("aliases"), "aliases", warnings),
@@ -138,16 +159,57 @@ def read_facts(
         status=status,
         status_text=status_text,
         status_source=status_source,
-        supersedes=supersedes,
-        superseded_by=superseded_by,
         asserts=_asserts(metadata.get("asserts"), warnings),
         fresh_for=_scalar_text(metadata.get("fresh_for")),
         kind=_scalar_text(metadata.get("kind")),
         date_line=date_line,
+        **refs,
     )
     if facts.valid_from and facts.valid_to and facts.valid_from > facts.valid_to:
         warnings.append(f"valid_from {facts.valid_from} is after valid_to {facts.valid_to}: the note is never valid")
+    observed = observed or _created(keyed.get("created"), warnings)
     return facts, observed, [f"{rel_path}: {warning}" for warning in warnings]
+
+
+def spelled_keys(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """The metadata under the canonical names of :data:`KEY_SPELLINGS` (values of one fact's spellings
+    are merged in key order: ``replaces`` and ``supersedes`` together)."""
+    found: dict[str, Any] = {}
+    for key, value in metadata.items():
+        name = KEY_SPELLINGS.get(re.sub(r"[\s_-]+", "", str(key)).lower())
+        if name is None or value is None or (name == "created" and name in found):  # one source time: the first
+            continue
+        if name in found:
+            previous = found[name] if isinstance(found[name], list) else [found[name]]
+            found[name] = [*previous, *(value if isinstance(value, list) else [value])]
+        else:
+            found[name] = value
+    return found
+
+
+def _status_relation(status: str | None, text: str) -> str | None:
+    """Which reference field the links of a status text fill ("Superseded by [x](x.md)" → superseded_by)."""
+    if status == SUPERSEDED:
+        return "superseded_by"
+    if status == PARTLY_SUPERSEDED:
+        return "amended_by"
+    lowered = text.lower()
+    if "supersedes" in lowered or "replaces" in lowered:
+        return "supersedes"
+    if "amends" in lowered or "updates" in lowered:
+        return "amends"
+    return None
+
+
+def _created(value: object, warnings: list[str]) -> str | None:
+    """The source time a ``created`` / ``date`` key gives (any format :func:`parse_date` reads)."""
+    if value is None or isinstance(value, (dict, list)):
+        return None
+    parsed = parse_date(str(value))
+    if parsed is None:
+        warnings.append(f"created {value!r} is not a date such as 2019-10-29 or 29-Oct-2019; ignored")
+        return None
+    return parsed.isoformat()
 
 
 # ---------------------------------------------------------------- front matter fields
@@ -171,7 +233,19 @@ def _strings(value: object, name: str, warnings: list[str]) -> tuple[str, ...]:
 
 
 def _references(value: object, name: str, warnings: list[str]) -> tuple[str, ...]:
-    return _strings(value, name, warnings)
+    """References as written: a number, a path, a Markdown link (its target) or a comma-separated list."""
+    if value is None:
+        return ()
+    items = value if isinstance(value, list) else [value]
+    if isinstance(value, dict) or any(isinstance(item, (dict, list)) for item in items):
+        warnings.append(f"{name} must be a reference or a list of references; ignored")
+        return ()
+    found: list[str] = []
+    for item in items:
+        text = str(item).strip()
+        targets = [match["target"] for match in _LINK.finditer(text)]
+        found += targets or [part.strip().strip("<>") for part in _SEPARATORS.split(text)]
+    return tuple(dict.fromkeys(ref for ref in found if ref))
 
 
 def _date_field(metadata: Mapping[str, Any], name: str, warnings: list[str]) -> str | None:
@@ -211,18 +285,21 @@ def _asserts(value: object, warnings: list[str]) -> dict[str, Any]:
 
 
 def _status(
-    metadata: Mapping[str, Any], lines: Sequence[str], body_start: int, warnings: list[str]
+    metadata: Mapping[str, Any], lines: Sequence[str], body_start: int, warnings: list[str], source: str
 ) -> tuple[str | None, str | None, str | None, tuple[str, ...]]:
     """``(status, as written, where it was read, links in the status text)``."""
-    declared = _scalar_text(metadata.get("status"))
-    if declared is None and metadata.get("status") is not None:
-        warnings.append(f"status must be one word such as current, not {metadata['status']!r}; treated as unknown")
-        return None, None, "front matter", ()
+    written = next((value for key, value in metadata.items() if str(key).strip().lower() == "status"), None)
+    declared = _scalar_text(written)
+    if declared is None and written is not None:
+        warnings.append(f"status must be one word such as current, not {written!r}; treated as unknown")
+        return None, None, source, ()
     if declared is not None:
         status = normalize_status(declared)
         if status is None:
-            warnings.append(f"status {declared!r} is not one of {', '.join(STATUSES)}; treated as unknown")
-        return status, declared, "front matter", ()
+            warnings.append(
+                f"status {declared!r} is not in the status vocabulary ({', '.join(STATUSES)}); treated as unknown"
+            )
+        return status, declared, source, _status_links(declared) if status != "current" else ()
     found = _status_text(lines, body_start)
     if found is None:
         return None, None, None, ()
@@ -254,20 +331,6 @@ def _clean(text: str) -> str:
     return text.strip().lstrip(">").strip().replace("`", "").strip("*_ ").strip()
 
 
-def normalize_status(text: str) -> str | None:
-    """Map a written status onto :data:`STATUSES`; ``None`` when unknown or ambiguous.
-
-    Only the first words outside link labels count ("Superseded by [Open API spec](x.md)"
-    is superseded). Two different statuses (template text such as "Accepted or
-    Rejected") or a negation ("Not accepted") stay unknown.
-    """
-    words = _WORD.findall(_LINK.sub(" ", text).lower())[:3]
-    if words[:1] == ["supersedes"]:  # "Supersedes ADR-3" describes a current decision
-        return "current"
-    found = {_STATUS_WORDS[word] for word in words if word in _STATUS_WORDS}
-    return found.pop() if len(found) == 1 and words[:1] != ["not"] else None
-
-
 def _status_links(text: str) -> tuple[str, ...]:
     """Link targets in a status, else record numbers such as ``ADR025`` or ``DR-8``."""
     targets = [match["target"] for match in _LINK.finditer(text) if not match["target"].startswith(("http:", "https:"))]
@@ -294,15 +357,33 @@ def _date_line(lines: Sequence[str], body_start: int, warnings: list[str]) -> tu
 
 
 def parse_date(text: str) -> dt.date | None:
-    """An ISO date (anywhere in ``text``) or a day-first ``DD/MM/YY[YY]`` date; else ``None``."""
-    iso = _ISO_DATE.search(text)
+    """A date in ``text``: ISO (``2019-10-29``, also inside a datetime), ``2019/10/29``, ``29-Oct-2019``,
+    ``29 October 2019``, ``Oct 29, 2019``, or day-first ``DD/MM/YY[YY]``; else ``None``."""
     try:
-        if iso:
-            return dt.date(int(iso[1]), int(iso[2]), int(iso[3]))
-        day_first = _DAY_FIRST.search(text)
-        if day_first:
-            year = int(day_first[3]) + (2000 if len(day_first[3]) == 2 else 0)
-            return dt.date(year, int(day_first[2]), int(day_first[1]))
+        for pattern, order in (
+            (_ISO_DATE, "ymd"),
+            (_YEAR_FIRST, "ymd"),
+            (_DAY_MONTH_NAME, "dmy"),
+            (_MONTH_NAME_DAY, "mdy"),
+            (_DAY_FIRST, "dmy"),
+        ):
+            match = pattern.search(text)
+            if match is None:
+                continue
+            parts = dict(zip(order, match.groups(), strict=True))
+            month = _month(parts["m"])
+            if month is None:
+                continue
+            year = int(parts["y"]) + (2000 if len(parts["y"]) == 2 else 0)
+            return dt.date(year, month, int(parts["d"]))
     except ValueError:
         return None
     return None
+
+
+def _month(text: str) -> int | None:
+    """A month number from digits or an English month name (``Oct``, ``October``)."""
+    if text.isdigit():
+        return int(text)
+    name = text.lower()
+    return next((n for n, full in enumerate(_MONTH_NAMES, 1) if len(name) >= 3 and full.startswith(name)), None)

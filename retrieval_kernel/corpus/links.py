@@ -1,9 +1,11 @@
-"""Supersession links: resolve ``supersedes`` / ``superseded_by`` references to notes.
+"""Links between notes: resolve ``supersedes`` / ``superseded_by`` (full), ``amends`` / ``amended_by``
+(partial supersession) and ``requires`` references to notes.
 
 A reference is tried, in order, as a relative link target (``0012-foo.md``), a
 note id or alias (``refund-policy-a``, optionally ``@revision``), and a record
-number (``ADR025``, ``ADR-0012``, ``DR8``, ``0019``) matched against the leading
-number of note file names, preferring the referring note's own folder. A link
+number (``ADR025``, ``ADR-0012``, ``DR8``, ``0019``, ``RFC 1234``) matched against the leading
+number of note file names, preferring the referring note's own folder; a bare number
+(``141``) also matches a prefixed file name (``eip-141.md``) of the series. A link
 whose target file is missing falls back to the record number of its file name.
 A number that matches several notes links to all of them and is reported.
 """
@@ -38,6 +40,7 @@ class Edge:
     new: str
     declared_by: str  # the path of the note that states the link
     revision: str | None = None
+    partial: bool = False  # ``new`` amends ``old``: old stays in force, new governs where they differ
 
 
 @dataclass(frozen=True)
@@ -47,8 +50,11 @@ class LinkGraph:
     edges: tuple[Edge, ...]
     unresolved: tuple[tuple[str, str], ...] = ()  # (path, reference)
     ambiguous: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
-    successors: Mapping[str, tuple[Edge, ...]] = field(default_factory=dict)
+    successors: Mapping[str, tuple[Edge, ...]] = field(default_factory=dict)  # full supersession only
     predecessors: Mapping[str, tuple[Edge, ...]] = field(default_factory=dict)
+    amenders: Mapping[str, tuple[Edge, ...]] = field(default_factory=dict)  # partial: old path -> its edges
+    amended: Mapping[str, tuple[Edge, ...]] = field(default_factory=dict)  # partial: new path -> its edges
+    requires: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # path -> the paths it requires
 
 
 def build_links(notes: Iterable[NoteRef]) -> LinkGraph:
@@ -56,21 +62,35 @@ def build_links(notes: Iterable[NoteRef]) -> LinkGraph:
     by_path = {note.path: note for note in sorted(notes, key=lambda n: n.path)}
     resolver = _Resolver(by_path)
     edges: dict[tuple[str, str], Edge] = {}
+    requires: dict[str, tuple[str, ...]] = {}
     for note in by_path.values():
-        for ref in note.facts.superseded_by:
-            for target in resolver.resolve(note.path, ref):
-                edges.setdefault((note.path, target), Edge(note.path, target, note.path))
-        for ref in note.facts.supersedes:
-            revision = _revision_of(ref)
-            for target in resolver.resolve(note.path, ref):
-                edges.setdefault((target, note.path), Edge(target, note.path, note.path, revision))
+        facts = note.facts
+        for amending, later, earlier in (
+            (False, facts.superseded_by, facts.supersedes),
+            (True, facts.amended_by, facts.amends),
+        ):
+            for ref in later:
+                for target in resolver.resolve(note.path, ref):
+                    edges.setdefault((note.path, target), Edge(note.path, target, note.path, partial=amending))
+            for ref in earlier:
+                revision = _revision_of(ref)
+                for target in resolver.resolve(note.path, ref):
+                    edges.setdefault((target, note.path), Edge(target, note.path, note.path, revision, amending))
+        needed = [target for ref in facts.requires for target in resolver.resolve(note.path, ref)]
+        if needed:
+            requires[note.path] = tuple(dict.fromkeys(needed))
     ordered = tuple(sorted(edges.values(), key=lambda e: (e.old, e.new)))
+    full = tuple(edge for edge in ordered if not edge.partial)
+    partial = tuple(edge for edge in ordered if edge.partial)
     return LinkGraph(
         edges=ordered,
         unresolved=tuple(resolver.unresolved),
         ambiguous=tuple(resolver.ambiguous),
-        successors=_group(ordered, lambda e: e.old),
-        predecessors=_group(ordered, lambda e: e.new),
+        successors=_group(full, lambda e: e.old),
+        predecessors=_group(full, lambda e: e.new),
+        amenders=_group(partial, lambda e: e.old),
+        amended=_group(partial, lambda e: e.new),
+        requires=requires,
     )
 
 
@@ -92,12 +112,14 @@ class _Resolver:
         self.by_lower_path = {path.lower(): path for path in by_path}
         self.by_name: dict[str, list[str]] = {}
         self.by_number: dict[tuple[str, int], list[str]] = {}
+        self.by_bare_number: dict[int, list[str]] = {}
         for note in by_path.values():
             for name in (note.module, *note.facts.aliases):
                 self.by_name.setdefault(name.lower(), []).append(note.path)
             key = _record_key(posixpath.basename(note.path))
             if key is not None:
                 self.by_number.setdefault(key, []).append(note.path)
+                self.by_bare_number.setdefault(key[1], []).append(note.path)
         self.prefixes = {prefix for prefix, _ in self.by_number}
         self.unresolved: list[tuple[str, str]] = []
         self.ambiguous: list[tuple[str, str, tuple[str, ...]]] = []
@@ -131,6 +153,10 @@ class _Resolver:
             matches = self.by_number.get(("", key[1]), [])
         folder = posixpath.dirname(source)
         near = [path for path in matches if posixpath.dirname(path) == folder]
+        if not near and not key[0]:  # "141" beside eip-141.md: the number 141 of the referring note's series
+            series = self.by_bare_number.get(key[1], [])
+            near = [path for path in series if posixpath.dirname(path) == folder]
+            matches = matches or series
         return tuple(near or matches)
 
 

@@ -15,7 +15,7 @@ import errno
 import hashlib
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -25,7 +25,7 @@ import yaml
 from ..errors import FrontMatterError, NoteDecodeError, NotesDirError
 from .facts import NoteFacts, read_facts
 
-NOTE_SUFFIXES = frozenset({".md", ".markdown"})
+NOTE_SUFFIXES = frozenset({".md", ".markdown", ".ipynb"})  # a notebook's Markdown cells are its text
 DEFAULT_MAX_PASSAGE_CHARS = 2400
 BINARY_SNIFF_BYTES = 8192  # undecodable bytes with a NUL this early: a binary file (git's rule)
 _WIDE_BOMS = (  # UTF-32 first: its little-endian mark starts with UTF-16's
@@ -38,6 +38,10 @@ _WIDE_BOMS = (  # UTF-32 first: its little-endian mark starts with UTF-16's
 HEADING_LINE = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _FRONT_MATTER_END = frozenset({"---", "..."})
+# A PEP / RFC 822 style header block opening a note: ``Status: Final`` lines up to the first blank line.
+_HEADER_LINE = re.compile(r"^(?P<key>[A-Z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*):[ \t]*(?P<value>.*?)\s*$")
+_HEADER_KEYS = frozenset({"pep", "eip", "bip", "nep", "tip", "kep", "rfc", "title", "status", "created", "type"})
+MIN_HEADER_LINES = 2
 
 
 @dataclass(frozen=True)
@@ -49,10 +53,12 @@ class Passage:
     module: str
     heading: str
     heading_path: tuple[str, ...]
-    line_start: int
+    line_start: int  # within the cell, for a notebook's passage
     line_end: int
     text: str
     sha256: str
+    cell_id: str | None = None  # a notebook's passage: the Markdown cell's id (nbformat 4.5+) ...
+    cell_index: int | None = None  # ... and its 0-based position among the notebook's cells
 
 
 @dataclass(frozen=True)
@@ -186,6 +192,10 @@ def note_from_bytes(
             raise NoteDecodeError(rel, f"is a binary file, not a text note (not UTF-8 at byte {exc.start})") from exc
         raise NoteDecodeError(rel, f"not valid UTF-8 (byte {exc.start}); re-save it as UTF-8") from exc
     digest = hashlib.sha256(raw).hexdigest()
+    if PurePosixPath(rel).suffix.lower() == ".ipynb":
+        from .notebooks import parse_notebook
+
+        return parse_notebook(rel, text, sha256=digest, max_passage_chars=max_passage_chars, module=module)
     return parse_note(rel, text, sha256=digest, max_passage_chars=max_passage_chars, module=module)
 
 
@@ -210,16 +220,17 @@ def parse_note(
     declare the same ``id``).
     """
     lines = source_lines(text)
-    metadata, body_start = _front_matter(rel_path, lines)
+    metadata, body_start = front_matter(rel_path, lines)
     warnings: list[str] = []
-    module = module or _module_of(rel_path, metadata, warnings)
-    cuts = _heading_cuts(lines, body_start)
-    title = _title_of(rel_path, metadata, cuts)
-    facts, dated, fact_warnings = read_facts(rel_path, metadata, lines, body_start)
+    module = module or module_of(rel_path, metadata, warnings)
+    cuts = heading_cuts(lines, body_start)
+    title = title_of(rel_path, metadata, cuts)
+    source = "header" if metadata and body_start == 0 else "front matter"
+    facts, dated, fact_warnings = read_facts(rel_path, metadata, lines, body_start, source)
     warnings += fact_warnings
-    observed_at = _observed_of(rel_path, metadata, warnings) or dated
-    sections = _sections(lines, body_start, cuts, title)
-    passages = _passages(rel_path, module, lines, sections, max_passage_chars)
+    observed_at = observed_of(rel_path, metadata, warnings) or dated
+    sections = sections_of(lines, body_start, cuts, title)
+    passages = passages_of(rel_path, module, lines, sections, max_passage_chars)
     return Note(
         path=rel_path,
         module=module,
@@ -236,14 +247,36 @@ def parse_note(
 # ---------------------------------------------------------------- front matter
 
 
-def _front_matter(rel_path: str, lines: list[str]) -> tuple[dict[str, Any], int]:
-    """Return (metadata, index of the first body line)."""
+def front_matter(rel_path: str, lines: list[str]) -> tuple[dict[str, Any], int]:
+    """Return (metadata, index of the first body line): YAML front matter, else a header block
+    (whose lines stay part of the body: they are the note's visible text)."""
     if not lines or lines[0].lstrip("\ufeff").rstrip() != "---":
-        return {}, 0
+        return header_block(lines), 0
     for index in range(1, len(lines)):
         if lines[index].rstrip() in _FRONT_MATTER_END:
             return _load_yaml(rel_path, "\n".join(lines[1:index])), index + 1
     raise FrontMatterError(rel_path, "front matter opened with '---' is never closed", line=1)
+
+
+def header_block(lines: list[str]) -> dict[str, Any]:
+    """``Key: value`` lines opening a note up to its first blank line (PEP, EIP, RFC 822 headers),
+    with indented continuation lines; ``{}`` unless at least two such lines include a known key."""
+    found: dict[str, Any] = {}
+    last: str | None = None
+    for line in lines:
+        if not line.strip():
+            break
+        match = _HEADER_LINE.match(line.lstrip("\ufeff"))
+        if match:
+            last = match["key"]
+            found[last] = match["value"]
+        elif last is not None and line[:1] in (" ", "\t"):
+            found[last] = f"{found[last]} {line.strip()}".strip()
+        else:
+            return {}
+    if len(found) < MIN_HEADER_LINES or not {key.lower() for key in found} & _HEADER_KEYS:
+        return {}
+    return found
 
 
 def _load_yaml(rel_path: str, block: str) -> dict[str, Any]:
@@ -307,7 +340,7 @@ def _json_safe(value: Any, budget: _ValueBudget, depth: int) -> Any:
     return str(value)
 
 
-def _module_of(rel_path: str, metadata: Mapping[str, Any], warnings: list[str]) -> str:
+def module_of(rel_path: str, metadata: Mapping[str, Any], warnings: list[str]) -> str:
     declared = metadata.get("id")
     if isinstance(declared, (str, int)) and str(declared).strip():
         return str(declared).strip()
@@ -321,14 +354,15 @@ def default_module(rel_path: str) -> str:
     return str(PurePosixPath(rel_path).with_suffix(""))
 
 
-def _title_of(rel_path: str, metadata: Mapping[str, Any], cuts: list[_Cut]) -> str:
-    """Front matter ``title``, else the first ``#`` heading, else the file name."""
-    if isinstance(metadata.get("title"), str) and metadata["title"].strip():
-        return str(metadata["title"]).strip()
+def title_of(rel_path: str, metadata: Mapping[str, Any], cuts: list[_Cut]) -> str:
+    """Front matter ``title`` (any case), else the first ``#`` heading, else the file name."""
+    title = next((value for key, value in metadata.items() if key.lower() == "title"), None)
+    if isinstance(title, str) and title.strip():
+        return title.strip()
     return next((cut.text for cut in cuts if cut.level == 1 and cut.text), PurePosixPath(rel_path).stem)
 
 
-def _observed_of(rel_path: str, metadata: Mapping[str, Any], warnings: list[str]) -> str | None:
+def observed_of(rel_path: str, metadata: Mapping[str, Any], warnings: list[str]) -> str | None:
     value = metadata.get("observed")
     if value is None:
         return None
@@ -350,7 +384,7 @@ def parse_when(text: str) -> dt.date | dt.datetime:
 # ---------------------------------------------------------------- sections
 
 
-def _heading_cuts(lines: list[str], body_start: int) -> list[_Cut]:
+def heading_cuts(lines: list[str], body_start: int) -> list[_Cut]:
     """Every ATX heading of the body that is not inside fenced code."""
     cuts: list[_Cut] = []
     fence: str | None = None
@@ -370,13 +404,20 @@ def _heading_cuts(lines: list[str], body_start: int) -> list[_Cut]:
     return cuts
 
 
-def _sections(lines: list[str], body_start: int, cuts: list[_Cut], title: str) -> list[_Section]:
-    """Cut the body into sections at the headings; text before the first one is the intro."""
+def sections_of(
+    lines: list[str], body_start: int, cuts: list[_Cut], title: str, outer: Sequence[_Cut] = ()
+) -> list[_Section]:
+    """Cut the body into sections at the headings; text before the first one is the intro.
+
+    ``outer`` are the headings in force where these lines start (a notebook cell under an
+    earlier cell's heading): the intro is under the innermost, and later headings nest in them.
+    """
     sections: list[_Section] = []
     first_cut = cuts[0].index if cuts else len(lines)
     if first_cut > body_start:
-        sections.append(_Section(title, (title,), body_start, first_cut))
-    stack: list[_Cut] = []
+        intro = (outer[-1].text, tuple(c.text for c in outer)) if outer else (title, (title,))
+        sections.append(_Section(intro[0], intro[1], body_start, first_cut))
+    stack: list[_Cut] = list(outer)
     for position, cut in enumerate(cuts):
         stop = cuts[position + 1].index if position + 1 < len(cuts) else len(lines)
         while stack and stack[-1].level >= cut.level:
@@ -386,12 +427,28 @@ def _sections(lines: list[str], body_start: int, cuts: list[_Cut], title: str) -
     return sections
 
 
-def _passages(
-    rel_path: str, module: str, lines: list[str], sections: list[_Section], max_chars: int
+@dataclass
+class PassageIds:
+    """Passage ids already given in one note (a notebook's cells share them)."""
+
+    used: set[str] = field(default_factory=set)
+    next_suffix: dict[str, int] = field(default_factory=dict)
+
+
+def passages_of(
+    rel_path: str,
+    module: str,
+    lines: list[str],
+    sections: list[_Section],
+    max_chars: int,
+    ids: PassageIds | None = None,
+    cell: tuple[str | None, int] | None = None,
 ) -> tuple[Passage, ...]:
+    """The passages of ``sections``; ``cell`` (id, index) when ``lines`` are a notebook cell's."""
     passages: list[Passage] = []
-    used_ids: set[str] = set()
-    next_suffix: dict[str, int] = {}
+    ids = ids or PassageIds()
+    used_ids, next_suffix = ids.used, ids.next_suffix
+    cell_id, cell_index = cell if cell is not None else (None, None)
     for section in sections:
         span = _trim_blank(lines, section.first, section.stop)
         if span is None or not _has_body(lines, section, span):
@@ -411,6 +468,8 @@ def _passages(
                     line_end=stop,
                     text=text,
                     sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+                    cell_id=cell_id,
+                    cell_index=cell_index,
                 )
             )
     return tuple(passages)

@@ -26,7 +26,8 @@ MIN_BUDGET = 1_000
 MAX_BUDGET = 1_000_000
 PACKET_VERSION = 5  # 3: "confidence"; 4: "evidence_notice", items' "instruction_like"/"instruction_cue";
 # 5: "record_values", "verify_live_before_acting", "live_sources"; items' "live_status",
-#    "verify_live_before_acting", "source_sha256", "source_revision", "note_revision"
+#    "verify_live_before_acting", "source_sha256", "source_revision", "note_revision", "partly_superseded_by"
+#    and "cell" (a notebook passage's cell); conflicts "partly_superseded(...)" and "live(...)"
 MAX_LISTED_EXCLUSIONS = 20  # excluded items named in the packet; the counts cover all of them
 
 
@@ -113,6 +114,14 @@ class Evidence:
     source_sha256: str = ""  # sha256 of the note bytes the passage was read from
     source_revision: int = 0  # the store's revision of the note (1 = first indexed, +1 per changed save)
     note_revision: str | None = None  # the note's own declared ``revision``
+    partly_superseded_by: tuple[str, ...] = ()  # paths of valid notes that amend this one (they govern the changes)
+    cell_id: str | None = None  # a notebook passage: its Markdown cell's id (lines count inside the cell) ...
+    cell_index: int | None = None  # ... and its 0-based position among the notebook's cells
+
+    @property
+    def cell(self) -> dict[str, Any] | None:
+        """``{"id", "index"}`` of the notebook cell the lines are in, else ``None`` (a Markdown note)."""
+        return None if self.cell_index is None else {"id": self.cell_id, "index": self.cell_index}
 
     @property
     def instruction_cue(self) -> str | None:
@@ -186,6 +195,8 @@ class Excluded:
     line_end: int
     reason: str
     detail: str
+    cell_id: str | None = None
+    cell_index: int | None = None
 
 
 @dataclass(frozen=True)
@@ -346,6 +357,8 @@ def evidence_dict(item: Evidence) -> dict[str, Any]:
         "truncated": item.truncated,
         "instruction_like": (cue := item.instruction_cue) is not None,
         "instruction_cue": cue,
+        "partly_superseded_by": list(item.partly_superseded_by),
+        "cell": item.cell,
     }
 
 
@@ -396,4 +409,5 @@ def excluded_dict(item: Excluded) -> dict[str, Any]:
         "line_end": item.line_end,
         "reason": item.reason,
         "detail": item.detail,
+        "cell": None if item.cell_index is None else {"id": item.cell_id, "index": item.cell_index},
     }

@@ -30,8 +30,8 @@ ABSTENTION_TEXT = {
     "index_unavailable": "no lane could run; see each lane's reason",
     "filtered_by_scope": "matching notes exist, but none is within your scopes",
     "filtered_by_validity": (
-        "every matching passage is superseded, expired, not yet valid, draft, deprecated or rejected "
-        "as of the clock (use --audit to see them)"
+        "every matching passage is superseded, expired, not yet valid, draft, deprecated, rejected, "
+        "withdrawn or moved as of the clock (use --audit to see them)"
     ),
     "unresolved_conflict": (
         "the evidence disagrees and nothing resolves it (no supersession, equal authority); "
@@ -43,10 +43,25 @@ ABSTENTION_TEXT = {
 # ---------------------------------------------------------------- shared phrases
 
 
-def citation(item: Evidence) -> str:
-    """``path:start-end`` (or ``path:line`` for one line)."""
+def citation(item: Evidence | Excluded) -> str:
+    """``path:start-end`` (or ``path:line`` for one line); for a notebook passage
+    ``path[cell 3 id 9f1c]:start-end``, the lines counted inside that cell."""
     lines = str(item.line_start) if item.line_start == item.line_end else f"{item.line_start}-{item.line_end}"
-    return f"{item.path}:{lines}"
+    return f"{item.path}{cell_text(item)}:{lines}"
+
+
+def cell_text(item: Evidence | Excluded) -> str:
+    """``[cell 3 id 9f1c]`` for a notebook passage (index 0-based; the id when the notebook has ids), else ``""``."""
+    if item.cell_index is None:
+        return ""
+    return f"[cell {item.cell_index}{f' id {item.cell_id}' if item.cell_id else ''}]"
+
+
+def partly_superseded_text(item: Evidence) -> str:
+    """The visible mark of a partly superseded (amended) note, or ``""``."""
+    if not item.partly_superseded_by:
+        return ""
+    return f"PARTLY SUPERSEDED by {', '.join(item.partly_superseded_by)}: that note governs where they differ"
 
 
 def freshness_text(item: Evidence) -> str:
@@ -150,8 +165,7 @@ def conflict_text(conflict: Conflict) -> str:
 
 
 def excluded_text(item: Excluded) -> str:
-    lines = str(item.line_start) if item.line_start == item.line_end else f"{item.line_start}-{item.line_end}"
-    return f"{item.id} ({item.path}:{lines}) {item.reason}: {item.detail}"
+    return f"{item.id} ({citation(item)}) {item.reason}: {item.detail}"
 
 
 def abstention_text(packet: Packet) -> str:
@@ -184,6 +198,7 @@ def to_text(packet: Packet) -> str:
     for item in packet.evidence:
         out += ["", f"[{item.ref}] {item.heading} — {item.module}", f"     {citation(item)}"]
         out += [f"     {freshness_text(item)}", f"     {item_facts(item)}"]
+        out += [f"     ⚠ {partly_superseded_text(item)}"] if item.partly_superseded_by else []
         width = len(str(item.line_end))
         out += [f"  {n:>{width}} | {line}" for n, line in _numbered(item)]
     out += ["", "Conflicts:", *(f"  {conflict_text(c)}" for c in packet.conflicts)] if packet.conflicts else []
@@ -208,7 +223,9 @@ def to_markdown(packet: Packet) -> str:
         out += ["", md_escape(abstention_text(packet))]
     for item in packet.evidence:
         out += ["", f"**[{item.ref}] {md_escape(item.heading)}** — `{citation(item)}` ({md_escape(item.module)})", ""]
-        out += [f"- {md_escape(freshness_text(item))}", f"- {md_escape(item_facts(item))}", ""]
+        out += [f"- {md_escape(freshness_text(item))}", f"- {md_escape(item_facts(item))}"]
+        out += [f"- ⚠ **{md_escape(partly_superseded_text(item))}**"] if item.partly_superseded_by else []
+        out += [""]
         fence = "`" * max(3, _longest_backtick_run(item.excerpt) + 1)
         out += [f"{fence}text", item.excerpt, fence]
     if packet.conflicts:
@@ -241,6 +258,7 @@ STYLE = (
     ".rk-packet .rk-historical{border-left-color:#999;opacity:.8}.rk-packet .rk-conflict{color:#a30}"
     ".rk-packet .rk-contradicted{border-left-color:#c00;opacity:.85}"
     ".rk-packet .rk-live{border:1px solid #c60;background:#fff8ee;padding:4px 8px;margin:6px 0}"
+    ".rk-packet .rk-partly{border-left-style:dashed;border-left-color:#d80}.rk-packet .rk-partly-note{color:#a50}"
     ".rk-packet .rk-badge{display:inline-block;padding:0 5px;margin:0 2px;border-radius:3px;"
     "background:#eef1f6;color:#333;font-size:11px}</style>"
 )
@@ -284,13 +302,16 @@ def citation_html(item: Evidence, source_root: str | None) -> str:
     The link is relative to the working folder (the notebook's folder in Jupyter) and made from the
     paths as the user reached them (``source_root`` is not symlink-resolved), so it stays the same
     wherever the checkout sits. Outside JupyterLab it is a plain relative link; in JupyterLab the
-    retrieval-kernel-lab extension reads ``data-rk-*`` and opens the note at exactly these lines.
+    retrieval-kernel-lab extension reads ``data-rk-*`` and opens the note at exactly these lines. A
+    notebook passage's link ends in ``#cell-id=ID`` (JupyterLab 4 scrolls to that cell) when the cell has an id.
     """
     code = f"<code>{html.escape(citation(item))}</code>"
     if source_root is None:
         return code
     target = Path(os.path.relpath(os.path.join(source_root, item.path), os.path.abspath(os.curdir))).as_posix()
     href = urllib.parse.quote(target)
+    if item.cell_id:
+        href += "#cell-id=" + urllib.parse.quote(item.cell_id, safe="")
     return (
         f'<a class="rk-cite" href="{html.escape(href)}" data-rk-path="{html.escape(target)}" '
         f'data-rk-start="{item.line_start}" data-rk-end="{item.line_end}" title="open the note at these lines">'
@@ -307,6 +328,9 @@ def _html_item(item: Evidence, source_root: str | None = None) -> str:
     esc = html.escape
     stale = ' class="rk-stale"' if item.freshness == "stale" else ""
     role = f" rk-{esc(item.role)}" if item.role != "current" else ""
+    role += " rk-partly" if item.partly_superseded_by else ""
+    partly = partly_superseded_text(item)
+    mark = f'<div class="rk-partly-note"><b>⚠ {esc(partly)}</b></div>' if partly else ""
     width = len(str(item.line_end))
     lines = "\n".join(f'<span class="rk-ln">{n:>{width}} </span>{esc(line)}' for n, line in _numbered(item))
     return (
@@ -314,7 +338,7 @@ def _html_item(item: Evidence, source_root: str | None = None) -> str:
         f"<div><b>[{esc(item.ref)}] {esc(item.heading)}</b> — {citation_html(item, source_root)}"
         f' <span class="rk-meta">({esc(item.module)})</span></div>'
         f"<div{stale}>{esc(freshness_text(item))}</div>"
-        f'<div class="rk-meta">{esc(item_facts(item))}</div>'
+        f'<div class="rk-meta">{esc(item_facts(item))}</div>{mark}'
         f"<pre>{lines}</pre></div>"
     )
 
@@ -341,6 +365,7 @@ def to_frame(packet: Packet) -> pandas.DataFrame:
         "authority",
         "status",
         "role",
+        "partly_superseded_by",
         "retrieved_by",
         "score",
         "truncated",
@@ -362,6 +387,7 @@ def to_frame(packet: Packet) -> pandas.DataFrame:
             "authority": item.authority,
             "status": item.status,
             "role": item.role,
+            "partly_superseded_by": ", ".join(item.partly_superseded_by) or None,
             "retrieved_by": ", ".join(f"{h.lane} #{h.rank}" for h in item.retrieved_by),
             "score": item.score,
             "truncated": item.truncated,

@@ -267,11 +267,17 @@ class Judge:
         self, query: str, passages: Sequence[StoredPassage], runs: Mapping[str, LaneRun], unseen: Unseen
     ) -> float:
         """The best passage probability among ``passages`` outside the caller's scopes (judged, never shown)."""
+        return max(self.barred(query, passages, runs, unseen).values(), default=0.0)
+
+    def barred(
+        self, query: str, passages: Sequence[StoredPassage], runs: Mapping[str, LaneRun], unseen: Unseen
+    ) -> dict[str, float]:
+        """Each probability of ``passages`` the lanes dropped (``runs``' ``shadow`` holds their raw scores)."""
         dense = runs.get("dense")
         cosines = dense.shadow if dense is not None else {}
         found = self._signals(query, passages, runs, cosines, [set(run.shadow) for run in _ran(runs)], unseen)
         passage = self.models.for_runs(runs).passage
-        return round(max((passage.probability(vars(s)) for s in found.values()), default=0.0), 4)
+        return {pid: round(passage.probability(vars(s)), 4) for pid, s in found.items()}
 
     def signals(
         self, query: str, candidates: Sequence[Candidate], runs: Mapping[str, LaneRun], unseen: Unseen | None = None

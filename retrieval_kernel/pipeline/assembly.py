@@ -120,6 +120,8 @@ def _excluded(selection: Selection) -> list[Excluded]:
             line_end=e.candidate.stored.passage.line_end,
             reason=e.code,
             detail=e.detail,
+            cell_id=e.candidate.stored.passage.cell_id,
+            cell_index=e.candidate.stored.passage.cell_index,
         )
         for e in selection.excluded
     ]
@@ -134,8 +136,8 @@ def _conflicts(drafts: Sequence[ConflictDraft], refs: dict[str, str]) -> tuple[C
     conflicts = []
     for number, draft in enumerate(drafts, 1):
         winners, losers = ", ".join(map(name, draft.winners)), ", ".join(map(name, draft.losers))
-        if draft.kind == "superseded":
-            resolution = f"superseded({losers}, by={winners})"
+        if draft.kind in ("superseded", "partly_superseded"):
+            resolution = f"{draft.kind}({losers}, by={winners})"
         elif draft.kind == "authority":
             resolution = f"authority({winners} over {losers})"
         elif draft.kind == "live":
@@ -280,4 +282,7 @@ def _evidence(admission: Admission, rank: int, as_of: dt.date, live: LiveOutcome
         source_sha256=stored.source_sha256,
         source_revision=stored.revision,
         note_revision=facts.revision,
+        partly_superseded_by=admission.partly_superseded_by,
+        cell_id=passage.cell_id,
+        cell_index=passage.cell_index,
     )

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..corpus.facts import NoteFacts
+from ..corpus.status import PARTLY_SUPERSEDED
 from ..store.records import StoredPassage
 
 INTENTS = ("orient", "verify", "plan", "audit")
@@ -33,11 +34,12 @@ NOT_YET_VALID = "not_yet_valid"
 EXPIRED = "expired"
 SUPERSEDED = "superseded"
 DRAFT, DEPRECATED, REJECTED = "draft", "deprecated", "rejected"
+WITHDRAWN, MOVED = "withdrawn", "moved"
 DUPLICATE = "duplicate"
 WEAK = "weak_match"  # found by a lane, but judged not to answer the question
 BEYOND_TOP = "beyond_top"
 BUDGET = "budget"
-VALIDITY_CODES = (NOT_YET_VALID, EXPIRED, SUPERSEDED, DRAFT, DEPRECATED, REJECTED)
+VALIDITY_CODES = (NOT_YET_VALID, EXPIRED, SUPERSEDED, DRAFT, DEPRECATED, REJECTED, WITHDRAWN, MOVED)
 
 USE_WINNER = "use_winner"
 ABSTAIN_OR_ESCALATE = "abstain_or_escalate"
@@ -66,6 +68,7 @@ class Candidate:
     retrieved_by: tuple[Any, ...]
     matched_terms: tuple[str, ...] = ()
     pulled_in_for: str | None = None  # set when added as the successor of a superseded candidate
+    set_aside: bool = False  # never admissible as current: kept out of the lanes' pool, listed after it
 
     @property
     def id(self) -> str:
@@ -89,6 +92,7 @@ class Admission:
     reason: str
     duplicates: tuple[str, ...] = ()
     status: str | None = None  # as of the clock: a declared "superseded" whose successor is not valid yet is current
+    partly_superseded_by: tuple[str, ...] = ()  # paths of valid notes that amend this one (they govern the changes)
 
 
 @dataclass(frozen=True)
@@ -117,7 +121,7 @@ class ConflictDraft:
 
     proposition: str
     sides: tuple[Side, ...]
-    kind: str  # "superseded" | "authority" | "unresolved" | "live" (a system of record over a note)
+    kind: str  # "superseded" | "partly_superseded" | "authority" | "unresolved" | "live" (a record over a note)
     winners: tuple[str, ...] = ()
     losers: tuple[str, ...] = ()
     blocking: bool = False  # unresolved and about the leading evidence: the packet must abstain
@@ -149,6 +153,9 @@ def visible(facts: NoteFacts, scopes: frozenset[str]) -> bool:
     return not facts.scope or ALL_SCOPES in scopes or not scopes.isdisjoint(facts.scope)
 
 
-def effective_status(facts: NoteFacts) -> str | None:
-    """The status of an admitted note as of the clock (it passed step 2, so it is not superseded now)."""
+def effective_status(facts: NoteFacts, amended: bool = False) -> str | None:
+    """The status of an admitted note as of the clock (it passed step 2, so it is not superseded now);
+    ``partly_superseded`` when a valid note amends it."""
+    if amended:
+        return PARTLY_SUPERSEDED
     return "current" if facts.status == SUPERSEDED else facts.status

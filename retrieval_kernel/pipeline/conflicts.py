@@ -1,5 +1,6 @@
-"""Step 4 of the policy: conflicts as objects (resolved by supersession, then authority, else unresolved),
-and whether an unresolved conflict is what the question is about (only then does it block)."""
+"""Step 4 of the policy: conflicts as objects (resolved by supersession, then partial supersession, then
+authority, else unresolved), and whether an unresolved conflict is what the question is about (only then
+does it block)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..corpus.facts import NoteFacts
+from ..corpus.status import PARTLY_SUPERSEDED
 from .answerability import Judgement, content_terms
 from .candidates import SUPERSEDED, SUPERSESSION, Candidate, ConflictDraft, Exclusion, Side, effective_status
 from .validity import Standing
@@ -42,17 +44,42 @@ def find_conflicts(
                 if value_key(old.facts.asserts[proposition]) != value_key(new.facts.asserts[proposition]):
                     conflicts.append(_draft(proposition, [old, new], "superseded", [new], [old]))
                     linked.add((old.path, new.path))
-        for group in _same_decision_scope([c for c in sides if c.path not in old_paths]):
+        amended = _amended_sides(proposition, sides, standing, conflicts, linked)
+        current = [c for c in sides if c.path not in old_paths and c.path not in amended]
+        for group in _same_decision_scope(current):
             if len({value_key(c.facts.asserts[proposition]) for c in group}) >= 2:
                 conflicts.append(_by_authority(proposition, group))
-    for old in (c for c in pool if c.path in old_paths):
-        for edge in standing.successors(old.path):
+    for old in pool:
+        full = old.path in old_paths
+        for edge in standing.successors(old.path) if full else standing.amenders(old.path):
             successor = next((c for c in pool if c.path == edge.new), None)
             if successor is None or (old.path, successor.path) in linked:
                 continue
             if {old.path, successor.path} & in_play:
-                conflicts.append(_draft(SUPERSESSION, [old, successor], "superseded", [successor], [old]))
+                kind = "superseded" if full else PARTLY_SUPERSEDED
+                conflicts.append(_draft(SUPERSESSION, [old, successor], kind, [successor], [old]))
     return conflicts
+
+
+def _amended_sides(
+    proposition: str,
+    sides: Sequence[Candidate],
+    standing: Standing,
+    conflicts: list[ConflictDraft],
+    linked: set[tuple[str, str]],
+) -> set[str]:
+    """Partial supersession on one proposition: where an amending note states another value than the
+    note it amends, the amending note governs (a ``partly_superseded`` conflict). Returns the paths of
+    the amended sides settled so (they take no part in the authority comparison)."""
+    settled: set[str] = set()
+    for old in sides:
+        amenders = {edge.new for edge in standing.amenders(old.path)}
+        for new in (c for c in sides if c.path in amenders):
+            if value_key(old.facts.asserts[proposition]) != value_key(new.facts.asserts[proposition]):
+                conflicts.append(_draft(proposition, [old, new], PARTLY_SUPERSEDED, [new], [old]))
+                linked.add((old.path, new.path))
+                settled.add(old.path)
+    return settled
 
 
 def by_note(candidates: Sequence[Candidate]) -> dict[str, list[Candidate]]:
@@ -65,7 +92,7 @@ def by_note(candidates: Sequence[Candidate]) -> dict[str, list[Candidate]]:
 
 def _stating(passages: Sequence[Candidate], value: Any) -> Candidate:
     """The first passage whose text holds ``value`` as a whole word or number, else the first."""
-    return next((c for c in passages if _mentions(c.stored.passage.text, value)), passages[0])
+    return next((c for c in passages if mentions(c.stored.passage.text, value)), passages[0])
 
 
 def _same_decision_scope(sides: Sequence[Candidate]) -> list[list[Candidate]]:
@@ -136,7 +163,7 @@ def _about(conflict: ConflictDraft, judged: Judgement, query: str, admissible: M
     ]
     if key and key[-1] in content_terms(query):
         return True
-    if leading_notes[0] in notes and any(_mentions(query, side.value) for side in conflict.sides):
+    if leading_notes[0] in notes and any(mentions(query, side.value) for side in conflict.sides):
         return True
     stating = _stating_passages(conflict, admissible)
     return len(stating) == len(conflict.sides) and set(answering[:2]) == stating  # the two best answers disagree
@@ -163,7 +190,7 @@ def _stating_passages(conflict: ConflictDraft, admissible: Mapping[str, Candidat
     return {
         side.passage_id
         for side in conflict.sides
-        if side.passage_id in admissible and _mentions(admissible[side.passage_id].stored.passage.text, side.value)
+        if side.passage_id in admissible and mentions(admissible[side.passage_id].stored.passage.text, side.value)
     }
 
 
@@ -171,16 +198,16 @@ def _states_other_fact(candidate: Candidate, proposition: str) -> bool:
     """Whether the passage states another fact its note asserts, and not ``proposition``'s value."""
     asserts = candidate.facts.asserts
     text = candidate.stored.passage.text
-    if proposition in asserts and _mentions(text, asserts[proposition]):
+    if proposition in asserts and mentions(text, asserts[proposition]):
         return False
-    return any(_mentions(text, value) for key, value in asserts.items() if key != proposition)
+    return any(mentions(text, value) for key, value in asserts.items() if key != proposition)
 
 
 def _note_of(passage_id: str) -> str:
     return passage_id.split("#", 1)[0]
 
 
-def _mentions(text: str, value: Any) -> bool:
+def mentions(text: str, value: Any) -> bool:
     """Whether ``text`` holds ``value`` as a whole word or number (case ignored)."""
     wanted = str(value).strip()
     return bool(wanted) and re.search(rf"(?<![\w.]){re.escape(wanted)}(?![\w])", text, re.IGNORECASE) is not None
@@ -201,7 +228,9 @@ def _draft(
     proposition: str, sides: Sequence[Candidate], kind: str, winners: Sequence[Candidate], losers: Sequence[Candidate]
 ) -> ConflictDraft:
     def status(side: Candidate) -> str | None:  # as of the clock, like the evidence item's status
-        return SUPERSEDED if kind == "superseded" and side in losers else effective_status(side.facts)
+        if side in losers and kind in (SUPERSEDED, PARTLY_SUPERSEDED):
+            return kind
+        return effective_status(side.facts)
 
     return ConflictDraft(
         proposition=proposition,

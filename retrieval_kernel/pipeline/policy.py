@@ -4,9 +4,13 @@ Steps, in order; a later step never overrides an earlier one:
 
 1. **Scope** (applied in the lanes, before ranking): a note whose ``scope`` is not
    among the caller's never becomes a candidate; only a count leaves the lanes.
-2. **Validity as of the clock**: outside ``valid_from``..``valid_to``, status
-   draft / deprecated / rejected, or superseded by a visible note that is valid
-   now: excluded with a reason code (shown as ``historical`` under audit).
+2. **Validity as of the clock**: outside ``valid_from``..``valid_to``, a status that is
+   never current (draft, deprecated, rejected, withdrawn, moved), or superseded by a
+   visible note that is valid now: excluded with a reason code (shown as ``historical``
+   under audit). What can never be admitted is set aside before the lanes' pool
+   (:mod:`~retrieval_kernel.pipeline.eligibility`) and listed after it. A note *partly*
+   superseded (amended) by a valid note stays current, marked ``partly_superseded``;
+   where the two differ the amending note governs (step 4) and comes first.
 3. **Authority**: for one proposition, a note of lower declared authority than
    another admitted note asserting a different value is kept only as
    ``explanation``, ordered after the governing evidence.
@@ -34,6 +38,7 @@ from typing import Any
 
 from ..corpus.facts import NoteFacts
 from ..corpus.links import LinkGraph
+from ..corpus.status import PARTLY_SUPERSEDED
 from ..store.records import StoredPassage
 from .answerability import Judgement
 from .candidates import (
@@ -47,6 +52,7 @@ from .candidates import (
     HISTORICAL,
     ROLE_ORDER,
     SUPERSEDED,
+    SUPERSESSION,
     VALIDITY_CODES,
     WEAK,
     Admission,
@@ -57,7 +63,7 @@ from .candidates import (
     Selection,
     effective_status,
 )
-from .conflicts import find_conflicts, mark_blocking, value_key
+from .conflicts import find_conflicts, mark_blocking, mentions, value_key
 from .validity import Standing, with_successors
 
 NEAR_DUPLICATE_JACCARD = 0.8  # word-trigram overlap at which two passages say the same thing
@@ -100,8 +106,10 @@ def select(
     answering = _answering(eligible, judged, blocking)
     answering_ids = {id(c) for c in answering}  # identity: the same candidate objects (dataclass == is deep)
     excluded += [_weak(c, judged) for c in eligible if id(c) not in answering_ids]
-    roles = _roles(answering, conflicts)
-    kept, duplicates = _dedup(answering, roles)
+    amended = {c.path: tuple(e.new for e in standing.amenders(c.path)) for c in answering}
+    amended = {path: successors for path, successors in amended.items() if successors}
+    roles = _roles(answering, conflicts, amended)
+    kept, duplicates = _dedup(answering, roles, amended)
     excluded += duplicates
     admitted = _order(kept, roles, request.intent, conflicts, top, judged)
     beyond = len(kept) - len(admitted)
@@ -172,8 +180,11 @@ def _counts(excluded: Sequence[Exclusion]) -> dict[str, int]:
 # ---------------------------------------------------------------- step 3: roles
 
 
-def _roles(eligible: Sequence[Candidate], conflicts: Sequence[ConflictDraft]) -> dict[str, tuple[str, str]]:
+def _roles(
+    eligible: Sequence[Candidate], conflicts: Sequence[ConflictDraft], amended: Mapping[str, tuple[str, ...]]
+) -> dict[str, tuple[str, str]]:
     """``passage id -> (role, reason)`` for every eligible candidate."""
+    changed = _changed_parts(conflicts)
     loser_paths = {
         side.path: conflict
         for conflict in conflicts
@@ -200,7 +211,42 @@ def _roles(eligible: Sequence[Candidate], conflicts: Sequence[ConflictDraft]) ->
         if facts.status == SUPERSEDED:
             role, reason = roles[candidate.id]
             roles[candidate.id] = (role, f"{reason}; declared superseded, but no successor is valid as of the clock")
+        if candidate.path in amended:
+            roles[candidate.id] = _partly_superseded_role(candidate, roles[candidate.id], amended, changed)
     return roles
+
+
+def _changed_parts(conflicts: Sequence[ConflictDraft]) -> dict[str, list[ConflictDraft]]:
+    """Per amended note, the partly_superseded conflicts on a proposition its amending note changes."""
+    found: dict[str, list[ConflictDraft]] = {}
+    for conflict in conflicts:
+        if conflict.kind == PARTLY_SUPERSEDED and conflict.proposition != SUPERSESSION:
+            for side in conflict.sides:
+                if side.passage_id in conflict.losers:
+                    found.setdefault(side.path, []).append(conflict)
+    return found
+
+
+def _partly_superseded_role(
+    candidate: Candidate,
+    role_reason: tuple[str, str],
+    amended: Mapping[str, tuple[str, ...]],
+    changed: Mapping[str, list[ConflictDraft]],
+) -> tuple[str, str]:
+    """A passage of an amended note: still current, unless it states a value its amending note changed
+    (then it only explains; the amending note's value governs)."""
+    role, reason = role_reason
+    successors = ", ".join(amended[candidate.path])
+    text = candidate.stored.passage.text
+    for conflict in changed.get(candidate.path, []):
+        old = next(side for side in conflict.sides if side.path == candidate.path)
+        new = next(side for side in conflict.sides if side.passage_id in conflict.winners)
+        if mentions(text, old.value):
+            return EXPLANATION, (
+                f"partly superseded by {successors}: states {conflict.proposition} = {old.value}, "
+                f"which {new.path} changes to {new.value}"
+            )
+    return role, f"{reason}; partly superseded by {successors} (it governs where they differ)"
 
 
 def _current_reason(candidate: Candidate) -> str:
@@ -219,7 +265,7 @@ def _current_reason(candidate: Candidate) -> str:
 
 
 def _dedup(
-    eligible: Sequence[Candidate], roles: Mapping[str, tuple[str, str]]
+    eligible: Sequence[Candidate], roles: Mapping[str, tuple[str, str]], amended: Mapping[str, tuple[str, ...]]
 ) -> tuple[list[Admission], list[Exclusion]]:
     """Collapse near-duplicates into the most authoritative, current, newest copy."""
     kept: list[Admission] = []
@@ -231,15 +277,16 @@ def _dedup(
         twin = next(
             (i for i, other in enumerate(kept) if _near_duplicates(candidate, mine, other.candidate, shingles[i])), None
         )
-        status = effective_status(candidate.facts)
+        status = effective_status(candidate.facts, candidate.path in amended)
+        successors = amended.get(candidate.path, ())
         if twin is None:
-            kept.append(Admission(candidate, role, reason, status=status))
+            kept.append(Admission(candidate, role, reason, status=status, partly_superseded_by=successors))
             shingles.append(mine)
             continue
         other = kept[twin]
         if _preference(candidate, role) > _preference(other.candidate, other.role):
             dropped.append(Exclusion(other.candidate, DUPLICATE, f"near-duplicate of {candidate.id}"))
-            kept[twin] = Admission(candidate, role, reason, (*other.duplicates, other.candidate.id), status)
+            kept[twin] = Admission(candidate, role, reason, (*other.duplicates, other.candidate.id), status, successors)
             shingles[twin] = mine
         else:
             dropped.append(Exclusion(candidate, DUPLICATE, f"near-duplicate of {other.candidate.id}"))
@@ -295,13 +342,15 @@ def _order(
     the governing note of each resolved conflict, one counter-evidence slot, then the rest.
     """
     order = ROLE_ORDER[intent]
+    present = {admission.candidate.path for admission in kept}
 
-    def key(item: tuple[int, Admission]) -> tuple[int, int, float, int]:
+    def key(item: tuple[int, Admission]) -> tuple[int, int, int, float, int]:
         position, admission = item
         authority = -admission.candidate.facts.authority_level if intent == "verify" else 0
         candidate = admission.candidate
         answers = (judged.of(candidate.pulled_in_for or candidate.id) or 0.0) if judged.orders else 0.0
-        return (order.index(admission.role), authority, -answers, position)
+        amended = int(bool(set(admission.partly_superseded_by) & present))  # its amending note answers first
+        return (order.index(admission.role), authority, amended, -answers, position)
 
     ranked = [admission for _, admission in sorted(enumerate(kept), key=key)]
     blocking = {side.path for conflict in conflicts if conflict.blocking for side in conflict.sides}

@@ -44,6 +44,7 @@ def build_trace(
         "projection": packet.projection,
         "lanes": [_lane(run, candidate_pool, dense_min_cosine) for run in runs.values()],
         "fused": [[c.id, round(c.score, 6)] for c in ranked],
+        "set_aside": [c.id for c in ranked if c.set_aside],  # never current: kept out of the lanes' pool
         "eligibility": _eligibility(selection),
         "freshness": [
             {

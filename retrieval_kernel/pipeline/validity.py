@@ -8,8 +8,9 @@ from collections.abc import Callable, Mapping, Sequence
 
 from ..corpus.facts import NoteFacts
 from ..corpus.links import Edge, LinkGraph
+from ..corpus.status import NEVER_CURRENT
 from ..store.records import StoredPassage
-from .candidates import DEPRECATED, DRAFT, EXPIRED, NOT_YET_VALID, REJECTED, SUPERSEDED, Candidate
+from .candidates import EXPIRED, NOT_YET_VALID, SUPERSEDED, Candidate
 
 
 class Standing:
@@ -32,7 +33,7 @@ class Standing:
             return NOT_YET_VALID, f"valid from {facts.valid_from}, after the clock {self.as_of}"
         if facts.valid_to and self.as_of > facts.valid_to:
             return EXPIRED, f"valid to {facts.valid_to}, before the clock {self.as_of}"
-        if facts.status in (DRAFT, DEPRECATED, REJECTED):
+        if facts.status in NEVER_CURRENT:
             return facts.status, f"status {facts.status}"
         return None, ""
 
@@ -64,6 +65,11 @@ class Standing:
             elif code == SUPERSEDED:
                 queue += [edge.new for edge in self.successors(successor)]
         return found
+
+    def amenders(self, path: str) -> list[Edge]:
+        """Visible notes valid now that partly supersede (amend) ``path``: it stays current, they govern."""
+        edges = self.links.amenders.get(path, ())
+        return [edge for edge in edges if edge.new in self.facts_of and self.of(edge.new)[0] is None]
 
     def successors(self, path: str, effective_only: bool = True) -> list[Edge]:
         """Visible notes that supersede ``path``; effective ones are themselves valid now."""

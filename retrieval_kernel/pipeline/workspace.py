@@ -30,12 +30,14 @@ from . import policy
 from .abstention import (
     ABSTAIN_BELOW_THRESHOLD,
     ABSTAIN_FILTERED_BY_SCOPE,
+    ABSTAIN_NO_MATCH,
     ABSTAIN_UNDERSPECIFIED,
     abstention_reason,
 )
 from .answerability import POOL_JUDGED, Judge, Judgement, Signals
 from .assembly import assemble, with_live
 from .candidates import DEFAULT_INTENT, SCOPE, Candidate, Request, Selection
+from .eligibility import Eligibility, split_runs
 from .freshness import parse_as_of
 from .fusion import reciprocal_rank_fusion
 from .lanes import DENSE_MIN_COSINE, DenseLane, IdentityLane, Lane, LaneRun, LexicalLane
@@ -132,6 +134,7 @@ class Workspace(Upkeep):
         self.lexical_lane.projection.progress = self.progress
         self.dense_lane = DenseLane(self, embedder, self.chroma)
         self._views: dict[tuple[int, frozenset[str]], ScopeView] = {}
+        self._eligibilities: dict[tuple[int, frozenset[str], dt.date], Eligibility] = {}
         self.judge = Judge(self.lexical_lane.projection, self._outline)
         self._outlines: dict[tuple[int, str], tuple[tuple[str, ...], ...]] = {}
         self.judge_answers = judge_answers  # off: every candidate counts as answering (the policy alone decides)
@@ -242,10 +245,17 @@ class Workspace(Upkeep):
         with stages("changes"):
             outcome = self.prepare(refresh)
             view = self._scope_view(request.scopes)
+            eligibility = Eligibility() if request.shows_history else self._eligibility(view, request.as_of)
         runs = self.run_lanes(
-            query, chosen, stale=outcome.state != CONSISTENT, hidden=view.hidden, pending=outcome.pending, stages=stages
+            query,
+            chosen,
+            outcome.state != CONSISTENT,
+            eligibility.screen(view.hidden),
+            outcome.pending,
+            stages=stages,
         )
         stages.start("judge")
+        runs, aside_runs = split_runs(runs, view.hidden, eligibility, self.dense_min_cosine)
         reports = tuple(run.report for run in runs.values())
         repairs = [run.repair_note for run in runs.values() if run.repair_note]
         scope_filtered = len(frozenset().union(*(run.hidden for run in runs.values())))
@@ -256,6 +266,11 @@ class Workspace(Upkeep):
 
             ranked = rerank(query, ranked, self.reranker)
         judgement = self._judge(query, ranked, runs, view) if ranked and self.judge_answers else None
+        aside = [] if abstention == ABSTAIN_UNDERSPECIFIED else self._set_aside(aside_runs)
+        if aside and abstention in (ABSTAIN_NO_MATCH, ABSTAIN_BELOW_THRESHOLD):
+            abstention = None  # found, but never current: the policy says so (filtered_by_validity)
+        if aside and judgement is not None:
+            judgement = self._judge_set_aside(query, judgement, aside, aside_runs, view)
         if abstention is None and judgement is not None and not judgement.answerable:
             abstention = ABSTAIN_FILTERED_BY_SCOPE if judgement.out_of_scope else ABSTAIN_BELOW_THRESHOLD
         read = {candidate.stored.passage.path for candidate in ranked[:top]}
@@ -278,7 +293,7 @@ class Workspace(Upkeep):
         )
         stages.start("policy")
         selection = policy.select(
-            ranked, request, view.links, view.facts, self._lead_passage(view), top, judgement, query
+            [*ranked, *aside], request, view.links, view.facts, self._lead_passage(view), top, judgement, query
         )
         stages.start("live")
         live = apply_live(selection.admitted, self.live_checks if live_checks is None else tuple(live_checks))
@@ -287,9 +302,37 @@ class Workspace(Upkeep):
         packet = assemble(shell, selection, request.as_of, live)
         packet = replace(packet, trace_id=_outcome_id(packet))  # same length: budget.used is unchanged
         stages.start("trace")
-        self._keep_trace(packet, request, runs, ranked, selection)
+        self._keep_trace(packet, request, runs, [*ranked, *aside], selection)
         self.last_timings = stages.stop()
         return packet
+
+    def _eligibility(self, view: ScopeView, as_of: dt.date) -> Eligibility:
+        """The passages never admissible as current for this view and clock (cached per change-log state)."""
+        key = (self.records.high_water(), view.hidden_paths, as_of)
+        if key not in self._eligibilities:
+            if len(self._eligibilities) > 16:
+                self._eligibilities.clear()
+            self._eligibilities[key] = Eligibility.build(self.records, view, as_of)
+        return self._eligibilities[key]
+
+    def _set_aside(self, aside_runs: dict[str, LaneRun]) -> list[Candidate]:
+        """The lanes' ineligible hits as candidates, fused like the pool and ranked after it."""
+        found = self.rank(aside_runs)[: self.candidate_pool]
+        return [replace(candidate, set_aside=True) for candidate in found]
+
+    def _judge_set_aside(
+        self,
+        query: str,
+        judgement: Judgement,
+        aside: list[Candidate],
+        aside_runs: dict[str, LaneRun],
+        view: ScopeView,
+    ) -> Judgement:
+        """The judgement with how likely each set-aside candidate answers (so the policy can say that the
+        answer exists but is not current); the question's confidence stays the pool's."""
+        passages = [candidate.stored for candidate in aside[:POOL_JUDGED]]
+        barred = self.judge.barred(query, passages, aside_runs, view.unseen)
+        return replace(judgement, probabilities={**barred, **judgement.probabilities})
 
     def run_lanes(
         self,

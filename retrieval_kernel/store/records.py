@@ -29,7 +29,7 @@ from ..corpus.facts import NoteFacts
 from ..corpus.notes import Note, Passage
 from ..errors import CorruptStoreError, RefreshTimeoutError, StoreError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 2: note facts; 3: a notebook passage's cell
 DATABASE_NAME = "records.sqlite3"
 MAX_TRACES = 1_000  # the newest traces kept; older ones are pruned on write
 
@@ -59,7 +59,8 @@ CREATE TABLE IF NOT EXISTS passages (
     line_start INTEGER NOT NULL,
     line_end INTEGER NOT NULL,
     text TEXT NOT NULL,
-    sha256 TEXT NOT NULL
+    sha256 TEXT NOT NULL,
+    cell TEXT
 );
 CREATE INDEX IF NOT EXISTS passages_by_path ON passages(path);
 CREATE TABLE IF NOT EXISTS changes (
@@ -200,18 +201,21 @@ class RecordStore:
         row = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         if row is None:
             self._db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-        elif int(row[0]) == 1:
-            self._migrate_from_1()
+        elif int(row[0]) in (1, 2):
+            self._migrate(int(row[0]))
         elif int(row[0]) != SCHEMA_VERSION:
             raise CorruptStoreError(
                 f"the record store {self.path} has schema {row[0]}, this version reads {SCHEMA_VERSION}: "
                 "run `retrieval-kernel rebuild NOTES_DIR` to rebuild it from the notes"
             )
 
-    def _migrate_from_1(self) -> None:
-        """Add note facts; clearing the stored hash makes the next sync parse every note again."""
+    def _migrate(self, version: int) -> None:
+        """Add note facts (from 1) and cells (from 2); clearing the stored hash makes the next sync
+        parse every note again (facts gained fields: partial supersession, requires)."""
         with self.transaction() as db:
-            db.execute("ALTER TABLE documents ADD COLUMN facts TEXT NOT NULL DEFAULT '{}'")
+            if version == 1:
+                db.execute("ALTER TABLE documents ADD COLUMN facts TEXT NOT NULL DEFAULT '{}'")
+            db.execute("ALTER TABLE passages ADD COLUMN cell TEXT")
             db.execute("UPDATE documents SET sha256 = '', size = -1")
             db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
 
@@ -266,7 +270,7 @@ class RecordStore:
             )
             db.execute("DELETE FROM passages WHERE path = ?", (note.path,))
             db.executemany(
-                "INSERT INTO passages VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO passages VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [_passage_row(p, ordinal) for ordinal, p in enumerate(note.passages)],
             )
             return _log(db, note.path, kind, note.sha256, revision, indexed_at)
@@ -320,10 +324,19 @@ class RecordStore:
     def _rows_where(self, clause: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         return self._db.execute(
             "SELECT p.id, p.path, p.module, p.heading, p.heading_path, p.line_start, p.line_end, "
-            "p.text, p.sha256, d.observed_at, d.indexed_at, d.metadata, d.revision, d.facts, d.sha256, p.ordinal "
+            "p.text, p.sha256, d.observed_at, d.indexed_at, d.metadata, d.revision, d.facts, d.sha256, p.ordinal, "
+            "p.cell "
             f"FROM passages p JOIN documents d ON d.path = p.path WHERE {clause} ORDER BY p.path, p.ordinal",
             args,
         ).fetchall()
+
+    def passage_ids_of(self, paths: Iterable[str]) -> frozenset[str]:
+        """The ids of every current passage of the documents at ``paths`` (one query, not one per note)."""
+        wanted = set(paths)
+        if not wanted:
+            return frozenset()
+        rows = self._db.execute("SELECT id, path FROM passages").fetchall()
+        return frozenset(pid for pid, path in rows if path in wanted)
 
     def passage_ids_with_hash_prefix(self, prefix: str) -> list[str]:
         """Ids of passages whose content sha256 starts with ``prefix`` (lower-case hex)."""
@@ -420,6 +433,7 @@ def _passage_row(passage: Passage, ordinal: int) -> tuple[Any, ...]:
         passage.line_end,
         passage.text,
         passage.sha256,
+        None if passage.cell_index is None else json.dumps({"id": passage.cell_id, "index": passage.cell_index}),
     )
 
 
@@ -440,6 +454,7 @@ def _document(row: tuple[Any, ...]) -> StoredDocument:
 
 
 def _stored_passage(row: tuple[Any, ...]) -> StoredPassage:
+    cell = json.loads(row[16]) if row[16] else {}
     passage = Passage(
         id=row[0],
         path=row[1],
@@ -450,6 +465,8 @@ def _stored_passage(row: tuple[Any, ...]) -> StoredPassage:
         line_end=row[6],
         text=row[7],
         sha256=row[8],
+        cell_id=cell.get("id"),
+        cell_index=cell.get("index"),
     )
     return StoredPassage(
         passage=passage,
