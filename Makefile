@@ -59,7 +59,7 @@ test: lint
 
 bench: setup
 	mkdir -p .retrieval_kernel
-	$(BIN)/retrieval-kernel bench --passages 1000,10000 --output .retrieval_kernel/bench.json
+	$(BIN)/retrieval-kernel bench --passages 10000,50000,100000 --output .retrieval_kernel/bench.json
 
 recovery: setup
 	$(BIN)/retrieval-kernel eval-recovery --output docs/recovery-receipt.json

@@ -116,3 +116,14 @@ def test_excluded_passages_score_nothing(tmp_path: Path, workshop_notes: Path) -
         best = compiled.ids[compiled.top(scores, 1)[0]]
         hidden, _ = compiled.scores(terms, 1.2, 0.5, {"heading": 0.5, "body": 1.0}, excluded=[best])
         assert best not in {compiled.ids[d] for d in compiled.top(hidden, 50)}
+
+
+def test_matched_words_beyond_the_sixty_fourth_query_term(tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "pumps.md").write_text("# Pumps\n\n## Seals\n\nThe zeolite seal is replaced yearly.\n", encoding="utf-8")
+    filler = " ".join(f"filler{n:03d}" for n in range(70))  # 70 distinct terms no note holds
+    with Workspace(notes, tmp_path / "store", lanes=("lexical",)) as workspace:
+        workspace.index()
+        (hit,) = workspace.lexical.search(f"{filler} zeolite", 5)
+        assert hit.matched_terms == ("zeolite",)

@@ -2,8 +2,8 @@
 
 Corpora (each benchmarked in a fresh interpreter, so peak memory is its own):
 
-* ``sizes["N"]``: N passages of **scaled real text**: SciFact sentences recombined (seeded),
-  ten sections per note, so vocabulary and posting lengths are natural;
+* ``sizes["N"]``: N passages of **scaled real text**: SciFact sentences recombined (seeded, one to
+  three a section, ten sections a note), so vocabulary and posting lengths are natural;
 * ``corpora["scifact"]``: the 5,183 SciFact abstracts, one note each, asked SciFact's test queries;
 * ``corpora["tldr-pages"]``: 7,425 real short Markdown notes (a copy, so edits never touch
   the shared folder), asked their own one-line summaries: where a per-query walk shows;
@@ -122,7 +122,7 @@ def default_shared() -> Path:
 
 
 def scaled_corpus(folder: Path, passages: int, shared: Path, seed: int = SEED) -> BenchCorpus:
-    """``passages`` sections of SciFact sentences recombined (two to five each), ten sections per note."""
+    """``passages`` sections of SciFact sentences recombined (one to three each), ten sections per note."""
     data = load_beir(shared / "datasets" / "scifact")
     sentences = [s for _, text in data.corpus.values() for s in _SENTENCE.split(text) if len(s.split()) >= 5]
     titles = [title for title, _ in data.corpus.values() if title]
@@ -132,7 +132,7 @@ def scaled_corpus(folder: Path, passages: int, shared: Path, seed: int = SEED) -
         sections = []
         for section in range(note, min(note + SECTIONS_PER_NOTE, passages)):
             heading = " ".join(rng.choice(titles).split()[:6])
-            body = " ".join(rng.sample(sentences, rng.randint(2, 5)))
+            body = " ".join(rng.sample(sentences, rng.randint(1, 3)))
             sections.append(f"## {heading} ({section})\n\n{body}\n")
         name = f"note-{note // SECTIONS_PER_NOTE:05d}"
         front = f"---\nid: {name}\nobserved: 2026-10-01\n---\n"

@@ -315,7 +315,8 @@ def _near_duplicates(a: Candidate, a_shingles: frozenset[Any], b: Candidate, b_s
     smaller, larger = sorted((len(a_shingles), len(b_shingles)))
     if smaller < NEAR_DUPLICATE_JACCARD * larger:  # Jaccard is at most smaller / larger
         return False
-    jaccard = len(a_shingles & b_shingles) / len(a_shingles | b_shingles)
+    shared_shingles = len(a_shingles & b_shingles)
+    jaccard = shared_shingles / (len(a_shingles) + len(b_shingles) - shared_shingles)  # the union, not built
     if jaccard < NEAR_DUPLICATE_JACCARD:
         return False
     if sorted(_NUMBER.findall(a.stored.passage.text)) != sorted(_NUMBER.findall(b.stored.passage.text)):

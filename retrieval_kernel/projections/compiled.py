@@ -87,6 +87,7 @@ class CompiledLexicon:
         self.live = np.ones(len(ids), dtype=bool)
         self.lengths = {name: encoded_lengths(values) for name, values in exact.items()}
         self._delta = _Delta()
+        self._stats: tuple[int, dict[str, float]] | None = None
         self._by_id: dict[str, int] = {}
         self._by_id_size = -1
         self._by_path: dict[str, list[int]] = {}
@@ -184,6 +185,7 @@ class CompiledLexicon:
         self.live = np.concatenate([self.live, np.ones(len(self.ids) - self.live.size, dtype=bool)])
         self.lengths = {name: encoded_lengths(values) for name, values in self.exact.items()}
         self.high_water = high_water
+        self._stats = None
         if self._delta.size <= max(COMPACT_AT, len(self.ids) // 20):
             return False
         self.__dict__.update(self.compacted().__dict__)
@@ -217,7 +219,15 @@ class CompiledLexicon:
         return len(self.ids)
 
     def live_count(self) -> int:
-        return int(self.live.sum())
+        return self._statistics()[0]
+
+    def _statistics(self) -> tuple[int, dict[str, float]]:
+        """Live passages and each field's average exact length over them (cached until the next change)."""
+        if self._stats is None:
+            count = int(self.live.sum())
+            averages = {name: float(self.exact[name][self.live].sum() / max(count, 1)) or 1.0 for name in FIELDS}
+            self._stats = (count, averages)
+        return self._stats
 
     def postings(self, name: str, term: str) -> tuple[np.ndarray, np.ndarray]:
         """Document numbers and term frequencies of ``term`` in field ``name`` (dead passages included)."""
@@ -240,29 +250,31 @@ class CompiledLexicon:
 
     def bm25(self, name: str, docnums: np.ndarray, tf: np.ndarray, k1: float, b: float) -> np.ndarray:
         """Whoosh's ``scoring.bm25`` on these postings; idf and average length over live passages."""
-        live_count = max(self.live_count(), 1)
+        count, averages = self._statistics()
+        live_count = max(count, 1)
         frequency = int(self.live[docnums].sum())
         idf = math.log(live_count / (frequency + 1)) + 1
-        average = float(self.exact[name][self.live].sum() / live_count) or 1.0
+        average = averages[name]
         length = self.lengths[name][docnums]
         return idf * ((tf * (k1 + 1)) / (tf + k1 * ((1 - b) + b * length / average)))
 
     def scores(
         self, terms: Sequence[str], k1: float, b: float, boosts: dict[str, float], excluded: Iterable[str] = ()
-    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        """BM25F of every passage for ``terms`` (dead and ``excluded`` passages score 0), and each term's passages."""
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
+        """BM25F of every passage for ``terms`` (dead and ``excluded`` passages score 0), and which terms
+        each passage holds: bit ``i % 64`` of mask ``i // 64`` for ``terms[i]`` (no sort, no set)."""
         scores = np.zeros(self.size)
-        found: dict[str, list[np.ndarray]] = {}
+        holds = [np.zeros(self.size, dtype=np.uint64) for _ in range(0, len(terms), 64)]
         for name in FIELDS:
-            for term in terms:
+            for index, term in enumerate(terms):
                 docnums, tf = self.postings(name, term)
                 if docnums.size:
                     scores[docnums] += boosts[name] * self.bm25(name, docnums, tf, k1, b)
-                    found.setdefault(term, []).append(docnums)
+                    holds[index // 64][docnums] |= np.uint64(1 << (index % 64))
         scores[~self.live] = 0.0
         hidden = [d for pid in excluded for d in self._docnums_of(pid)]
         scores[hidden] = 0.0
-        return scores, {term: np.unique(np.concatenate(parts)) for term, parts in found.items()}
+        return scores, holds
 
     def _docnums_of(self, passage_id: str) -> list[int]:
         if self._by_id_size != len(self.ids):

@@ -269,14 +269,12 @@ class LexicalProjection:
 
     def _scored(self, words: dict[str, str], limit: int) -> list[LexicalHit]:
         compiled = self._compiled_form()
+        terms = list(words)
         boosts = {"heading": self.heading_boost, "body": 1.0}
-        scores, found = compiled.scores(list(words), self.k1, self.b, boosts)
-        best = compiled.top(scores, limit)
+        scores, holds = compiled.scores(terms, self.k1, self.b, boosts)
         return [
-            LexicalHit(
-                compiled.ids[d], float(scores[d]), tuple(words[t] for t in words if t in found and _has(found[t], d))
-            )
-            for d in best
+            LexicalHit(compiled.ids[d], float(scores[d]), _held(terms, words, [int(mask[d]) for mask in holds]))
+            for d in compiled.top(scores, limit)
         ]
 
     # ------------------------------------------------------------ the compiled scoring form
@@ -428,9 +426,9 @@ def read_postings(matcher: Any) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray([d for d, _ in pairs], dtype=np.int64), np.asarray([w for _, w in pairs], dtype=float)
 
 
-def _has(sorted_docnums: np.ndarray, docnum: int) -> bool:
-    index = int(np.searchsorted(sorted_docnums, docnum))
-    return index < sorted_docnums.size and int(sorted_docnums[index]) == docnum
+def _held(terms: list[str], words: dict[str, str], masks: list[int]) -> tuple[str, ...]:
+    """The query words (as typed) whose terms a passage holds, in query order, from its bit masks."""
+    return tuple(words[term] for index, term in enumerate(terms) if masks[index // 64] >> (index % 64) & 1)
 
 
 def _hit_order(hit: LexicalHit) -> tuple[float, str]:
