@@ -127,3 +127,25 @@ def test_matched_words_beyond_the_sixty_fourth_query_term(tmp_path: Path) -> Non
         workspace.index()
         (hit,) = workspace.lexical.search(f"{filler} zeolite", 5)
         assert hit.matched_terms == ("zeolite",)
+
+
+def test_a_long_replay_leaves_a_new_snapshot(tmp_path: Path, workshop_notes: Path, monkeypatch) -> None:
+    from retrieval_kernel.projections import lexical as lexical_module
+
+    monkeypatch.setattr(lexical_module, "REPLAY_SNAPSHOT_AT", 0)
+    notes = tmp_path / "notes"
+    shutil.copytree(workshop_notes, notes)
+    with Workspace(notes, tmp_path / "store", lanes=("lexical",)) as first:
+        first.index()
+        folder = first.lexical.folder
+    target = sorted(notes.glob("*.md"))[0]
+    target.write_text(target.read_text(encoding="utf-8") + "\n## Pager\n\nThe pager rota answers.\n")
+    with Workspace(notes, tmp_path / "store", lanes=("lexical",)) as indexer:  # never searches: no compiled form
+        indexer.index()
+        pointer = indexer.records.projection("lexical")
+    before = CompiledLexicon.load(folder)
+    assert before is not None and before.high_water < pointer.high_water
+    with Workspace(notes, tmp_path / "store", lanes=("lexical",), refresh="off") as reader:
+        assert reader.lexical.search("pager rota", 5)  # replays the edit from the change log
+    after = CompiledLexicon.load(folder)
+    assert after is not None and after.high_water == pointer.high_water

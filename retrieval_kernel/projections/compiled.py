@@ -180,10 +180,11 @@ class CompiledLexicon:
                 for term in term_counts:
                     self.terms.setdefault(term, len(self.terms))
             self._delta.add(docnum, passage.counts)
-            for name in FIELDS:
-                self.exact[name] = np.append(self.exact[name], float(sum(passage.counts[name].values())))
-        self.live = np.concatenate([self.live, np.ones(len(self.ids) - self.live.size, dtype=bool)])
-        self.lengths = {name: encoded_lengths(values) for name, values in self.exact.items()}
+        for name in FIELDS:  # one copy per refresh, not one per passage
+            added = np.asarray([float(sum(p.counts[name].values())) for p in passages])
+            self.exact[name] = np.concatenate([self.exact[name], added])
+            self.lengths[name] = np.concatenate([self.lengths[name], encoded_lengths(added)])
+        self.live = np.concatenate([self.live, np.ones(len(passages), dtype=bool)])
         self.high_water = high_water
         self._stats = None
         if self._delta.size <= max(COMPACT_AT, len(self.ids) // 20):

@@ -38,6 +38,7 @@ NAME = "lexical"
 K1 = 1.2
 B = 0.5
 HEADING_BOOST = 0.5
+REPLAY_SNAPSHOT_AT = 200  # passages replayed from the change log past which a new snapshot is written
 WORD_PATTERN = r"\w+(\.?\w+)*"  # Whoosh's default also keeps "*", so "**bold**" would hide "bold"
 
 
@@ -340,6 +341,8 @@ class LexicalProjection:
         paths = sorted({path for _, path, _ in changes})
         analysed = [_analysed(p, self._analyzer)[1] for path in paths for p in self.records.passages_of(path)]
         self._update_compiled(paths, analysed, high_water)
+        if len(analysed) > REPLAY_SNAPSHOT_AT:  # the next process should not analyse these again
+            self._compiled.save(self.folder)
 
     def search_with_whoosh(self, text: str, limit: int) -> list[LexicalHit]:
         """The same ranking through Whoosh's own query and collector (the slow reference)."""
