@@ -74,3 +74,33 @@ def test_a_refresh_carries_the_vectors_over_without_reading_them_back(tmp_path: 
         reread = dense.search_vector(vector, 50, state)
         assert [(h.passage_id, h.score) for h in patched] == [(h.passage_id, h.score) for h in reread]
         assert any("Pager" in pid or "pager" in pid for pid in (h.passage_id for h in reread))
+
+
+def test_vectors_are_read_back_in_pages_past_sqlites_variable_limit(tmp_path: Path, monkeypatch) -> None:
+    """40,000 vectors (one read of every metadata row fails past 32,766 SQL variables): read in pages,
+    every id, path and vector comes back once, in the collection's order."""
+    import chromadb
+
+    from retrieval_kernel.projections import dense as dense_module
+    from retrieval_kernel.projections.dense import DenseProjection
+
+    count = 40_000
+    rng = np.random.default_rng(3)
+    vectors = unit(rng.normal(size=(count, 8)))
+    client = chromadb.PersistentClient(path=str(tmp_path / "chroma"))
+    collection = client.create_collection("many", embedding_function=None)
+    for start in range(0, count, 5_000):
+        ids = [f"n{i}#p" for i in range(start, start + 5_000)]
+        collection.add(
+            ids=ids,
+            embeddings=vectors[start : start + 5_000],
+            metadatas=[{"path": f"n{i}.md"} for i in range(start, start + 5_000)],
+        )
+    projection = DenseProjection.__new__(DenseProjection)  # only the reading half is exercised
+    projection._on = lambda collection, what, operation: operation(collection)  # type: ignore[method-assign]
+    monkeypatch.setattr(dense_module, "READ_PAGE", 10_000)
+    ids, paths, rows = projection._all_vectors(collection, collection.count())
+    assert len(ids) == len(set(ids)) == count
+    assert all(path == pid.split("#")[0] + ".md" for pid, path in zip(ids, paths, strict=True))
+    by_id = dict(zip(ids, rows, strict=True))
+    assert np.allclose(np.stack([by_id[f"n{i}#p"] for i in (0, 12_345, 39_999)]), vectors[[0, 12_345, 39_999]])

@@ -49,7 +49,7 @@ CACHE_NAME = "embeddings.sqlite3"
 COLLECTION_PREFIX = "passages_v"
 DENSE_FORMAT = 1  # the collection layout (ids, metadata keys, cosine space); raising it rebuilds old collections
 SERVER_WRITE_BATCH = 1_000  # vectors per HTTP write: each stays well inside the request timeout
-SERVER_READ_PAGE = 10_000  # vectors per HTTP read when loading the exact-search matrix
+READ_PAGE = 10_000  # vectors per read when loading the exact-search matrix (embedded or over HTTP)
 MAX_VERSION_SKIPS = 100  # versions tried past names that other record stores hold
 
 # Collection metadata, checked against the record store on connect.
@@ -157,7 +157,7 @@ def _add_batch(collection: Any, batch: list[Passage], embeddings: np.ndarray) ->
 
 
 def _vector_page(collection: Any, offset: int) -> Any:
-    return collection.get(include=["embeddings", "metadatas"], limit=SERVER_READ_PAGE, offset=offset)
+    return collection.get(include=["embeddings", "metadatas"], limit=READ_PAGE, offset=offset)
 
 
 def mismatch(metadata: Mapping[str, Any] | None, expected: Mapping[str, Any]) -> str | None:
@@ -375,14 +375,12 @@ class DenseProjection:
         return exact
 
     def _all_vectors(self, collection: Any, count: int) -> tuple[list[str], list[str], list[Any]]:
-        """Every id, note path and vector: one read embedded, pages of SERVER_READ_PAGE from a server."""
-        if self.chroma.embedded:
-            stored = collection.get(include=["embeddings", "metadatas"])
-            return list(stored["ids"]), [m["path"] for m in stored["metadatas"]], list(stored["embeddings"])
+        """Every id, note path and vector, in pages of READ_PAGE (embedded too: one read of every
+        metadata row fails past SQLite's 32,766 variables, about 33,000 passages)."""
         ids: list[str] = []
         paths: list[str] = []
         rows: list[Any] = []
-        for offset in range(0, count, SERVER_READ_PAGE):
+        for offset in range(0, count, READ_PAGE):
             page = self._on(collection, "read vectors", partial(_vector_page, offset=offset))
             ids.extend(page["ids"])
             paths.extend(m["path"] for m in page["metadatas"])
