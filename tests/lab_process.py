@@ -1,7 +1,8 @@
 """A real Jupyter server (or JupyterLab) process for the tests: free loopback port, a token, the
 retrieval_kernel server extension enabled and the labextension built in this checkout.
 
-Used by tests/test_lab_server.py (handlers over HTTP) and tests/test_lab_extension.py (the browser).
+Used by tests/test_lab_server.py (handlers over HTTP), tests/test_lab_extension.py and tests/test_browser.py
+(the browser: the Chromium they drive is named here too).
 """
 
 from __future__ import annotations
@@ -20,6 +21,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 LABEXTENSIONS = ROOT / "retrieval_kernel" / "lab" / "labextensions"  # `make setup` builds it here
 TOKEN = "retrieval-kernel-test-token"
+CHROMIUM = Path("/usr/bin/chromium")  # Debian's, driven by Playwright (never `playwright install`)
+CHROMIUM_ARGS = [  # this machine's network is closed: no background connections, no sandbox as root
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 @dataclass(frozen=True)

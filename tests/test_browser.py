@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -21,24 +20,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from lab_process import CHROMIUM, CHROMIUM_ARGS, ROOT, free_port
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
-CHROMIUM_ARGS = [  # this machine's network is closed: no background connections, no sandbox as root
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 QUESTION = "Who decides the owner of a record?"
 NOTES = {
     "ownership.md": "---\nid: ownership\nobserved: 2026-10-01\nauthority: reference\n---\n# Record ownership\n\n"
@@ -54,12 +43,6 @@ CELLS = [
     f"%context_explore --notes notes --as-of 2026-10-15 {QUESTION}",
     "%context --notes notes --as-of 2026-10-15 --lanes identity,lexical gearbox seals",
 ]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _notebook(cells: list[str]) -> dict[str, object]:
@@ -107,7 +90,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         (root / "notes" / name).write_text(text, encoding="utf-8")
     (root / "explore.ipynb").write_text(json.dumps(_notebook(CELLS)), encoding="utf-8")
     _install_lab_settings()
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "IPYTHONDIR": str(ROOT / "extension" / "ipython"), "JUPYTER_RUNTIME_DIR": str(root / "rt")}
     log = (root / "lab.log").open("wb")
     process = subprocess.Popen(

@@ -14,28 +14,17 @@ import os
 import shutil
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from lab_process import LABEXTENSIONS, ROOT, TOKEN, Server, jupyter
+from lab_process import CHROMIUM, CHROMIUM_ARGS, LABEXTENSIONS, ROOT, TOKEN, Server, jupyter
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts" / "lab-extension"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 AS_OF = "2026-10-15"
 QUESTION = "Who decides the owner of a record?"
 NOTES = {
