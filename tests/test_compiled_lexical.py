@@ -10,10 +10,11 @@ import pytest
 
 from retrieval_kernel import Workspace
 from retrieval_kernel.evaluation.beir import load_beir, write_notes
+from retrieval_kernel.evaluation.bench import default_shared
 from retrieval_kernel.projections import compiled as compiled_module
 from retrieval_kernel.projections.compiled import SNAPSHOT_NAME, CompiledLexicon
 
-SCIFACT = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "scifact"
+SCIFACT = default_shared() / "datasets" / "scifact"  # RETRIEVAL_KERNEL_SHARED, else ../shared
 SCIFACT_DOCUMENTS = 2000  # the abstracts the first 40 test queries judge, then the rest by id (CI time)
 WORDS = (  # noqa: SIM905 - a word list reads better as prose
     "pump impeller valve gasket seal bearing motor shaft coupling filter strainer pressure flow "

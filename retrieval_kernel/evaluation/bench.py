@@ -81,16 +81,6 @@ def synthetic_notes(folder: Path, passages: int, seed: int = SEED) -> list[str]:
     return [" ".join(rng.sample(_WORDS, rng.randint(3, 6))) for _ in range(QUERIES)]
 
 
-def _latencies(run: Callable[[], Any], repeat: int) -> list[float]:
-    run()  # warm
-    times = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        run()
-        times.append(1000 * (time.perf_counter() - started))
-    return times
-
-
 def _percentiles(samples: list[float]) -> tuple[float, float]:
     ordered = sorted(samples)
     return statistics.median(ordered), ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
