@@ -731,3 +731,64 @@ def test_the_governing_passage_of_a_resolved_conflict_keeps_a_slot(build: Build)
     assert "incident#gearbox-refund-incident" not in ids
     (conflict,) = packet.conflicts
     assert conflict.resolution.startswith(f"authority({item(packet, 'policy#window').ref} over ")
+
+
+def stock_report(day: str, units: int, **front: Any) -> str:
+    return md(
+        f"Stock report {day}",
+        f"Gearbox oil stock counted on {day}: {units} drums in the store.",
+        observed=day,
+        kind="record",
+        asserts={f"stock_{day.replace('-', '_')}.oil_drums": units},
+        **front,
+    )
+
+
+def test_a_later_observation_of_the_same_series_replaces_an_older_one(build: Build) -> None:
+    ws = build({"old.md": stock_report("2026-11-20", 40), "new.md": stock_report("2026-11-27", 31)})
+    old, new = lead(ws, "old.md"), lead(ws, "new.md")
+    packet = ws.query("gearbox oil stock drums", as_of=AS_OF)
+    assert ids(packet) == [new]
+    (gone,) = packet.excluded
+    assert (gone.id, gone.reason) == (old, "superseded")
+    assert gone.detail == "a later observation of the same series: new.md (observed 2026-11-27)"
+
+
+def test_an_observation_is_current_until_the_next_one_is_observed(build: Build) -> None:
+    ws = build({"old.md": stock_report("2026-11-20", 40), "new.md": stock_report("2026-11-27", 31)})
+    packet = ws.query("gearbox oil stock drums", as_of="2026-11-24")
+    assert lead(ws, "old.md") in ids(packet)  # the 27 November count is not observed yet at this clock
+    assert packet.exclusions.get("superseded", 0) == 0
+
+
+@pytest.mark.parametrize(
+    "front",
+    [{"kind": "policy"}, {"asserts": {"store.oil_drums_minimum": 10}}],
+    ids=["not an observation", "another series"],
+)
+def test_only_the_same_series_of_observations_replaces(build: Build, front: dict[str, Any]) -> None:
+    newer = (
+        stock_report("2026-11-27", 31)
+        if "asserts" not in front
+        else md("Stock rule", "Gearbox oil stock: keep 10 drums.", observed="2026-11-27", kind="record", **front)
+    )
+    if "kind" in front:
+        newer = newer.replace("kind: record", "kind: policy")
+    ws = build({"old.md": stock_report("2026-11-20", 40), "new.md": newer})
+    packet = ws.query("gearbox oil stock drums", as_of=AS_OF)
+    assert lead(ws, "old.md") in ids(packet)
+    assert packet.exclusions.get("superseded", 0) == 0
+
+
+def test_a_note_sharing_a_fact_brings_only_the_passage_that_states_it(build: Build) -> None:
+    rule = md("Gearbox oil", "Change the gearbox oil every 500 hours.", asserts={"gearbox.oil_change_hours": 500})
+    handbook = (
+        "---\nasserts:\n  gearbox.oil_change_hours: 500\n---\n# Workshop handbook\n\n"
+        "## Service intervals\n\nThe gearbox gets fresh oil at 500 hours.\n\n"
+        "## Canteen\n\nThe canteen opens at noon; gearbox fitters eat first.\n"
+    )
+    ws = build({"rule.md": rule, "handbook.md": handbook})
+    intervals, canteen = (p.id for p in ws.records.passages_of("handbook.md")[-2:])
+    packet = ws.query("how often is the gearbox oil changed", as_of=AS_OF)
+    assert intervals in ids(packet)
+    assert canteen not in ids(packet)

@@ -81,6 +81,7 @@ def select(
     top: int,
     judgement: Judgement | None = None,
     query: str = "",
+    observed_of: Mapping[str, str | None] | None = None,
 ) -> Selection:
     """Apply steps 2-6 to in-scope ``candidates`` (fused order) for ``request``.
 
@@ -89,7 +90,7 @@ def select(
     only when the question is about its proposition (see :func:`_about`).
     """
     judged = judgement or Judgement.unjudged()
-    standing = Standing(request.as_of, links, facts_of)
+    standing = Standing(request.as_of, links, facts_of, observed_of)
     eligible: list[Candidate] = []
     excluded: list[Exclusion] = []
     in_play: set[str] = set()  # notes ranked no lower than the CONFLICT_WINDOW-th (or top-th) eligible candidate
@@ -156,9 +157,16 @@ def _answering(eligible: Sequence[Candidate], judged: Judgement, blocking: set[s
     answers = [c for c in eligible if judged.answers(c) or c.path in blocking]
     if not answers:
         return []
-    stated = {key for c in answers for key in c.facts.asserts}
+    stated = {key for c in answers for key in _stated_keys(c)}
     answer_ids = {id(c) for c in answers}
-    return [c for c in eligible if id(c) in answer_ids or stated & c.facts.asserts.keys()]
+    return [c for c in eligible if id(c) in answer_ids or stated & _stated_keys(c)]
+
+
+def _stated_keys(candidate: Candidate) -> set[str]:
+    """The asserted propositions whose value this passage states in its text (a note's other passages,
+    about other things, share its front matter but not its statements)."""
+    text = candidate.stored.passage.text
+    return {key for key, value in candidate.facts.asserts.items() if mentions(text, value)}
 
 
 def _weak(candidate: Candidate, judged: Judgement) -> Exclusion:

@@ -25,6 +25,7 @@ class ScopeView:
     links: LinkGraph
     hidden_paths: frozenset[str] = frozenset()
     hidden_terms: Mapping[str, int] = field(default_factory=dict)  # term -> hidden passages holding it
+    observed: Mapping[str, str | None] = field(default_factory=dict)  # path -> source time, of the shown notes
 
     @property
     def unseen(self) -> Unseen:
@@ -50,6 +51,7 @@ class ScopeView:
             links,
             hidden_paths,
             dict(terms),
+            {path: doc.observed_at for path, doc in shown.items()},
         )
 
 

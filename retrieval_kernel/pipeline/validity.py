@@ -4,6 +4,7 @@ and the current successor of a superseded candidate pulled in when the lanes mis
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Callable, Mapping, Sequence
 
 from ..corpus.facts import NoteFacts
@@ -12,15 +13,33 @@ from ..corpus.status import NEVER_CURRENT
 from ..store.records import StoredPassage
 from .candidates import EXPIRED, NOT_YET_VALID, SUPERSEDED, Candidate
 
+SERIES_KINDS = frozenset({"record", "report"})  # dated observations: a later one of the same series replaces them
+
+
+def series_of(facts: NoteFacts) -> frozenset[str] | None:
+    """The series an observation note belongs to: the shapes of the keys it asserts, numbers blanked
+    (``stock_2027_02_08.o_negative_units`` and ``stock_2027_02_15.o_negative_units`` are one series)."""
+    if (facts.kind or "").lower() not in SERIES_KINDS or not facts.asserts:
+        return None
+    return frozenset(re.sub(r"\d+", "#", key) for key in facts.asserts)
+
 
 class Standing:
     """Each note's standing as of the clock: admissible, or excluded with a reason."""
 
-    def __init__(self, as_of: dt.date, links: LinkGraph, facts_of: Mapping[str, NoteFacts]) -> None:
+    def __init__(
+        self,
+        as_of: dt.date,
+        links: LinkGraph,
+        facts_of: Mapping[str, NoteFacts],
+        observed_of: Mapping[str, str | None] | None = None,
+    ) -> None:
         self.as_of = as_of.isoformat()
         self.links = links
         self.facts_of = facts_of
+        self.observed_of = observed_of or {}
         self._cache: dict[str, tuple[str | None, str]] = {}
+        self._series: dict[frozenset[str], list[tuple[str, str]]] | None = None
 
     def of(self, path: str) -> tuple[str | None, str]:
         if path not in self._cache:
@@ -47,7 +66,33 @@ class Standing:
             return SUPERSEDED, "superseded by " + ", ".join(edge.new for edge in effective)
         if self.facts_of.get(path, NoteFacts()).status == SUPERSEDED and not named:
             return SUPERSEDED, "status superseded; no successor note is visible"
+        later = self.later_observation(path)
+        if later is not None:
+            return SUPERSEDED, f"a later observation of the same series: {later[1]} (observed {later[0]})"
         return None, ""
+
+    def later_observation(self, path: str) -> tuple[str, str] | None:
+        """``(observed, path)`` of the latest note of ``path``'s series observed after it, by the clock, and
+        valid now (a daily stock report is replaced by the next day's)."""
+        series = series_of(self.facts_of.get(path, NoteFacts()))
+        observed = (self.observed_of.get(path) or "")[:10]
+        if series is None or not observed:
+            return None
+        later = [
+            (when, other)
+            for when, other in self._series_index().get(series, [])
+            if observed < when <= self.as_of and other != path and self.in_window(other)[0] is None
+        ]
+        return max(later) if later else None
+
+    def _series_index(self) -> dict[frozenset[str], list[tuple[str, str]]]:
+        if self._series is None:
+            self._series = {}
+            for path, facts in self.facts_of.items():
+                series, observed = series_of(facts), (self.observed_of.get(path) or "")[:10]
+                if series is not None and observed:
+                    self._series.setdefault(series, []).append((observed, path))
+        return self._series
 
     def heirs(self, path: str) -> list[str]:
         """The admissible notes at the end of ``path``'s supersession chains (A → B → C gives C)."""

@@ -293,7 +293,15 @@ class Workspace(Upkeep):
         )
         stages.start("policy")
         selection = policy.select(
-            [*ranked, *aside], request, view.links, view.facts, self._lead_passage(view), top, judgement, query
+            [*ranked, *aside],
+            request,
+            view.links,
+            view.facts,
+            self._lead_passage(view),
+            top,
+            judgement,
+            query,
+            view.observed,
         )
         stages.start("live")
         live = apply_live(selection.admitted, self.live_checks if live_checks is None else tuple(live_checks))
