@@ -30,6 +30,8 @@ from retrieval_kernel.applicability import (
     parse_conditions,
     select_applicable,
 )
+from retrieval_kernel.applicability.conditions import context_of, task_conditions
+from retrieval_kernel.applicability.needs import need_parts
 from retrieval_kernel.cli import main
 from retrieval_kernel.errors import InputError
 
@@ -508,3 +510,77 @@ def test_context_magic_select(tmp_path: Path, make_notes, monkeypatch: pytest.Mo
         for ws in magics._workspaces.values():
             ws.close()
         magics._workspaces.clear()
+
+
+# ---------------------------------------------------------------- needs, forks, context (issue 20)
+
+
+def _record(record: str, path: str, title: str, claim: str, rank: int, **capsule: object) -> CandidateRecord:
+    return CandidateRecord(
+        Capsule(record, path, title, claims=(claim,), **capsule),  # type: ignore[arg-type]
+        (PassageRef(f"{record}#p", 1, 3, f"{title}. {claim}"),),
+        rank=rank,
+        lanes={"lexical": (rank, 10.0 / rank)},
+    )
+
+
+def test_need_parts_keep_the_asking_parts() -> None:
+    parts = [need.text for need in need_parts("Our cron runs twice. How do we dedupe it, and who owns the pager?")]
+    assert parts == ["How do we dedupe it", "who owns the pager"]
+    assert [need.text for need in need_parts("cache keys for tenants")] == ["cache keys for tenants"]
+
+
+def test_an_unknown_deciding_condition_is_a_needs_condition_outcome() -> None:
+    candidates = [
+        _record(
+            "shared",
+            "cache/shared.md",
+            "Cache key layout",
+            "Build one cache key per resource.",
+            1,
+            applies_when={"data": ("shared",)},
+        ),
+        _record(
+            "per-customer",
+            "cache/per-customer.md",
+            "Cache key layout per tenant",
+            "Build the cache key with the tenant prefix per resource.",
+            2,
+            applies_when={"data": ("per-customer",)},
+        ),
+    ]
+    params = Thresholds(weights=PARAMS.weights, bias=PARAMS.bias, min_first=0.02, min_keep=0.01)
+    selection = RuleSelector(params).select("How should the cache key be built for each resource?", candidates)
+    assert selection.outcome == "needs_condition"
+    assert selection.fork is not None and selection.fork.key == "data"
+    assert selection.fork.sides == {"per-customer": ("per-customer",), "shared": ("shared",)}
+    data = selection.to_dict()
+    assert data["outcome"] == "needs_condition" and data["needs_condition"]["key"] == "data"
+    for shown in (str(selection), selection._repr_markdown_(), selection._repr_html_()):
+        assert "needs_condition" in shown and "data=per-customer" in shown
+    stated = RuleSelector(params).select(
+        "How should the cache key be built for each resource?", candidates, {"data": "shared"}
+    )
+    assert stated.outcome == "selected" and stated.ids == ["shared"]
+
+
+def test_conditions_are_read_within_the_question_context() -> None:
+    candidates = [
+        _record("a", "hooks/a.md", "Verify webhook signature", "Verify the webhook signature.", 1),
+        _record("b", "hooks/b.md", "Webhook retries", "Retry webhook deliveries.", 2),
+        _record("c", "cache/c.md", "Shared cache", "Share the cache.", 3, applies_when={"data": ("shared",)}),
+    ]
+    assert context_of(candidates) == "hooks"
+    task, matches = task_conditions("How do we verify the shared webhook signature?", candidates, {})
+    assert task == {} and matches == []
+
+
+def test_open_questions_name_the_parts_nothing_answers(workspace: Workspace) -> None:
+    selection = select(
+        workspace, "How do we compare the signature with the header, and who owns the billing pager rotation?"
+    )
+    assert selection.ids == ["hooks-constant-time"]
+    assert selection.open_questions == ("who owns the billing pager rotation",)
+    assert selection.to_dict()["open_questions"] == ["who owns the billing pager rotation"]
+    assert any("open question" in line for line in str(selection).splitlines())
+    assert "Open questions" in selection._repr_markdown_() and "Open questions" in selection._repr_html_()

@@ -45,7 +45,11 @@ class Thresholds:
     share of the query's weighted words a further record must newly cover (0: off);
     ``max_records``: most records returned; ``body_weight``: how much a query word
     found only in a record's body counts toward coverage; ``min_ratio``: the share of
-    the best record's score a further record needs.
+    the best record's score a further record needs; ``cover_margin``: a part of the
+    question counts as answered when a kept record's part score is within this of the
+    best eligible record's; ``min_part``: the part score a further record needs on the
+    part it answers (:mod:`.needs`); ``min_strong``: the score at which a further record
+    that no part singles out is still kept when it newly covers ``min_gain``.
     """
 
     weights: tuple[float, ...] = DEFAULT_WEIGHTS
@@ -56,6 +60,9 @@ class Thresholds:
     max_records: int = 6
     body_weight: float = 0.5
     min_ratio: float = 0.0
+    cover_margin: float = 0.05
+    min_part: float = 0.4
+    min_strong: float = 1.0
 
     def __post_init__(self) -> None:
         if len(self.weights) != len(FEATURES):

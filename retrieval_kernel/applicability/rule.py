@@ -23,6 +23,8 @@ from .conditions import (
     parse_conditions,
     task_conditions,
 )
+from .forks import ConditionFork, find_fork
+from .needs import Need, best_for, open_questions, part_score, question_parts, uncovered_needs
 from .scoring import Scored, score_candidates, weighted_coverage
 from .selection import (
     BELOW_THRESHOLD,
@@ -85,7 +87,7 @@ class RuleSelector:
         stated = parse_conditions(conditions)
         task, matches = task_conditions(query, candidates, stated)
         eligible, history, rejected = eligible_candidates(candidates, task, intent)
-        records, more = self._choose(query, candidates, eligible)
+        records, more, fork, open_questions = self._choose(query, candidates, eligible, task)
         rejected += more
         if history:
             kept, refused = self._history(query, candidates, history)
@@ -94,17 +96,26 @@ class RuleSelector:
         selection = build_selection(
             query, intent, self.name, task, matches, records, rejected, len(candidates), started
         )
-        return replace(selection, thresholds=self.thresholds.to_dict())
+        return replace(selection, thresholds=self.thresholds.to_dict(), fork=fork, open_questions=open_questions)
 
     def _choose(
         self,
         query: str,
         candidates: Sequence[CandidateRecord],
         eligible: Sequence[tuple[CandidateRecord, ConditionCheck]],
-    ) -> tuple[list[SelectedRecord], list[RejectedCandidate]]:
+        task: Mapping[str, frozenset[str]],
+    ) -> tuple[list[SelectedRecord], list[RejectedCandidate], ConditionFork | None, tuple[str, ...]]:
+        """The records kept, the rest, a deciding condition left unknown, and the parts nothing answers."""
         scored, terms, weights = score_candidates(query, candidates, eligible, self.thresholds)
-        kept, rejected = pick(scored, terms, weights, self.thresholds)
-        return [_selected(item, new, query) for item, new in kept], rejected
+        parts = question_parts(query)
+        kept, rejected = pick(scored, terms, weights, self.thresholds, parts)
+        chosen = [item for item, _ in kept]
+        fork = find_fork(chosen, scored, task, self.thresholds.min_keep)
+        unanswered = open_questions(query, chosen, scored, weights, self.thresholds)
+        records = [_selected(item, new, query) for item, new in kept]
+        if fork is not None:
+            records = [_flag_fork(record, fork) for record in records]
+        return records, rejected, fork, unanswered
 
     def _history(
         self,
@@ -129,51 +140,132 @@ class RuleSelector:
 
 
 def pick(
-    scored: Sequence[Scored], terms: Sequence[str], weights: Mapping[str, float], limits: Thresholds
+    scored: Sequence[Scored],
+    terms: Sequence[str],
+    weights: Mapping[str, float],
+    limits: Thresholds,
+    needs: Sequence[Need] = (),
 ) -> tuple[list[tuple[Scored, list[str]]], list[RejectedCandidate]]:
     """Keep the smallest sufficient set of scored records: ``[(record, query terms it newly covers)]`` and the rest.
 
     Visited by score (ties: matched conditions, universal, unknown; then fused rank):
     a second record of a ``rule`` is a duplicate; nothing is kept when the best score
-    is below ``min_first``; a further record needs ``min_keep`` and ``min_gain``.
+    is below ``min_first``. A further record must be the best answer to a part of the
+    question (``needs``, see :mod:`.needs`) that no kept record answers, with part score
+    ``min_part`` and applicability ``min_keep``; without ``needs`` it must newly cover
+    ``min_gain`` of the query's weighted words.
     """
-    total = sum(weights.values()) or 1.0
     ordered = sorted(scored, key=lambda s: (-round(s.score, 9), CONDITION_ORDER[s.check.state], s.candidate.rank))
     best = ordered[0].score if ordered else 0.0
-    kept: list[tuple[Scored, list[str]]] = []
-    rejected: list[RejectedCandidate] = []
+    if best < limits.min_first:
+        detail = f"the best score, {best:.2f}, is below {limits.min_first:.2f}: none applies"
+        return [], [reject(s.candidate, BELOW_THRESHOLD, f"score {s.score:.2f}; {detail}") for s in ordered]
+    chosen = _by_needs(ordered, weights, limits, needs) if needs else _by_gain(ordered, terms, weights, limits)
+    kept_ids = {item.candidate.record for item in chosen}
+    rejected = [
+        _why_not(item, chosen, weights, limits, needs) for item in ordered if item.candidate.record not in kept_ids
+    ]
     covered: set[str] = set()
-    rules: dict[str, str] = {}
-    for item in ordered:
-        candidate = item.candidate
-        rule = candidate.capsule.rule
-        if rule and rule in rules:
-            rejected.append(reject(candidate, DUPLICATE_RULE, f"teaches rule {rule!r}, already given by {rules[rule]}"))
-            continue
-        if best < limits.min_first:
-            detail = f"score {item.score:.2f}; the best, {best:.2f}, is below {limits.min_first:.2f}: none applies"
-            rejected.append(reject(candidate, BELOW_THRESHOLD, detail))
-            continue
-        floor = max(limits.min_keep, limits.min_ratio * best)
-        if kept and item.score < floor:
-            rejected.append(reject(candidate, BELOW_THRESHOLD, f"score {item.score:.2f} is below {floor:.2f}"))
-            continue
+    kept: list[tuple[Scored, list[str]]] = []
+    for item in chosen:
         new = [t for t in terms if t not in covered and (t in item.capsule_terms or t in item.body_terms)]
-        gain = weighted_coverage(new, weights, item.capsule_terms, item.body_terms, limits.body_weight) / total
-        if kept and gain < limits.min_gain:
-            detail = f"adds {gain:.2f} new query coverage (< {limits.min_gain:.2f}); kept records cover it"
-            rejected.append(reject(candidate, NOT_NEEDED, detail))
-            continue
-        if len(kept) >= limits.max_records:
-            rejected.append(reject(candidate, BEYOND_LIMIT, f"already {limits.max_records} records"))
-            continue
         covered.update(new)
-        if rule:
-            rules[rule] = candidate.record
         kept.append((item, new))
     # Records whose conditions match come before universal ones, then those with unknown conditions.
     kept.sort(key=lambda pair: (CONDITION_ORDER[pair[0].check.state], -pair[0].score))
     return kept, rejected
+
+
+def _by_gain(
+    ordered: Sequence[Scored], terms: Sequence[str], weights: Mapping[str, float], limits: Thresholds
+) -> list[Scored]:
+    """Further records by score, each newly covering ``min_gain`` of the query's weighted words."""
+    total = sum(weights.values()) or 1.0
+    kept: list[Scored] = []
+    covered: set[str] = set()
+    for item in ordered:
+        if len(kept) >= limits.max_records or _duplicate(item, kept):
+            continue
+        if kept and item.score < max(limits.min_keep, limits.min_ratio * kept[0].score):
+            continue
+        new = [t for t in terms if t not in covered and (t in item.capsule_terms or t in item.body_terms)]
+        gain = weighted_coverage(new, weights, item.capsule_terms, item.body_terms, limits.body_weight) / total
+        if kept and gain < limits.min_gain:
+            continue
+        covered.update(new)
+        kept.append(item)
+    return kept
+
+
+def _by_needs(
+    ordered: Sequence[Scored], weights: Mapping[str, float], limits: Thresholds, needs: Sequence[Need]
+) -> list[Scored]:
+    """The best record, then for each part no kept record answers, the record that answers it best."""
+    kept = [ordered[0]]
+    weights = dict(weights)
+    while len(kept) < limits.max_records:
+        pool = [s for s in ordered if s not in kept and not _duplicate(s, kept)]
+        found = []
+        for need in uncovered_needs(needs, kept, ordered, weights, limits.body_weight, limits.cover_margin):
+            item = best_for(need, pool, weights, limits.body_weight)
+            if (
+                item is not None
+                and item.score >= max(limits.min_keep, limits.min_ratio * kept[0].score)
+                and part_score(item, need, weights, limits.body_weight) >= limits.min_part
+            ):
+                found.append(item)
+        if not found:
+            found = _strong_gain(pool, kept, weights, limits)
+        if not found:
+            break
+        kept.append(max(found, key=lambda s: s.score))
+    return kept
+
+
+def _strong_gain(
+    pool: Sequence[Scored], kept: Sequence[Scored], weights: Mapping[str, float], limits: Thresholds
+) -> list[Scored]:
+    """Records no part singles out that still score ``min_strong`` and newly cover ``min_gain`` of the query."""
+    total = sum(weights.values()) or 1.0
+    covered = {t for k in kept for t in weights if t in k.capsule_terms or t in k.body_terms}
+    found = []
+    for item in pool:
+        if item.score < limits.min_strong:
+            continue
+        new = [t for t in weights if t not in covered and (t in item.capsule_terms or t in item.body_terms)]
+        if (
+            weighted_coverage(new, weights, item.capsule_terms, item.body_terms, limits.body_weight) / total
+            >= limits.min_gain
+        ):
+            found.append(item)
+    return found[:1]
+
+
+def _duplicate(item: Scored, kept: Sequence[Scored]) -> Scored | None:
+    rule = item.candidate.capsule.rule
+    return next((k for k in kept if rule and k.candidate.capsule.rule == rule), None)
+
+
+def _why_not(
+    item: Scored, kept: Sequence[Scored], weights: Mapping[str, float], limits: Thresholds, needs: Sequence[Need]
+) -> RejectedCandidate:
+    """Why a scored record was left out: a duplicate rule, too low a score, a limit, or nothing left to answer."""
+    candidate = item.candidate
+    same = _duplicate(item, kept)
+    if same is not None:
+        return reject(
+            candidate,
+            DUPLICATE_RULE,
+            f"teaches rule {candidate.capsule.rule!r}, already given by {same.candidate.record}",
+        )
+    floor = max(limits.min_keep, limits.min_ratio * kept[0].score)
+    if item.score < floor:
+        return reject(candidate, BELOW_THRESHOLD, f"score {item.score:.2f} is below {floor:.2f}")
+    if len(kept) >= limits.max_records:
+        return reject(candidate, BEYOND_LIMIT, f"already {limits.max_records} records")
+    by = ", ".join(k.candidate.record for k in kept)
+    what = "every part of the question" if needs else "the query's words"
+    return reject(candidate, NOT_NEEDED, f"score {item.score:.2f}; {by} already answer {what}")
 
 
 def hard_rejection(capsule: Capsule, check: ConditionCheck) -> tuple[str, str] | None:
@@ -218,6 +310,15 @@ def _selected(item: Scored, new_terms: Sequence[str], query: str) -> SelectedRec
         passages=candidate.passages,
         capsule=candidate.capsule,
     )
+
+
+def _flag_fork(record: SelectedRecord, fork: ConditionFork) -> SelectedRecord:
+    """A kept record on one side of an unknown deciding condition says so."""
+    sides = [value for value, records in fork.sides.items() if record.record in records]
+    if not sides:
+        return record
+    flag = f"needs_condition: applies when {fork.key}={' or '.join(sides)}; {fork.describe()}"
+    return replace(record, flags=(*record.flags, flag))
 
 
 def _need_words(query: str, terms: Sequence[str]) -> list[str]:
