@@ -584,3 +584,15 @@ def test_open_questions_name_the_parts_nothing_answers(workspace: Workspace) -> 
     assert selection.to_dict()["open_questions"] == ["who owns the billing pager rotation"]
     assert any("open question" in line for line in str(selection).splitlines())
     assert "Open questions" in selection._repr_markdown_() and "Open questions" in selection._repr_html_()
+
+
+def test_records_outside_the_question_context_need_a_high_score() -> None:
+    candidates = [
+        _record("a", "hooks/a.md", "Verify webhook signature", "Verify the webhook signature over the raw body.", 1),
+        _record("b", "hooks/b.md", "Webhook retries", "Retry webhook deliveries.", 2),
+        _record("c", "cache/c.md", "Webhook signature cache", "Cache the webhook signature secret.", 3),
+    ]
+    params = Thresholds(weights=PARAMS.weights, bias=PARAMS.bias, min_first=0.02, min_keep=0.01, min_other_context=2.0)
+    selection = RuleSelector(params).select("How do we verify the webhook signature and cache the secret?", candidates)
+    assert "c" not in selection.ids
+    assert {r.record: r.reason for r in selection.rejected}["c"] == "other_context"

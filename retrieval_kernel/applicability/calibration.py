@@ -49,7 +49,9 @@ class Thresholds:
     question counts as answered when a kept record's part score is within this of the
     best eligible record's; ``min_part``: the part score a further record needs on the
     part it answers (:mod:`.needs`); ``min_strong``: the score at which a further record
-    that no part singles out is still kept when it newly covers ``min_gain``.
+    that no part singles out is still kept when it newly covers ``min_gain``;
+    ``min_other_context``: the score a record outside the question's context (the folder
+    of its leading candidates) needs to be considered at all (above 1: never).
     """
 
     weights: tuple[float, ...] = DEFAULT_WEIGHTS
@@ -63,6 +65,7 @@ class Thresholds:
     cover_margin: float = 0.05
     min_part: float = 0.4
     min_strong: float = 1.0
+    min_other_context: float = 1.0
 
     def __post_init__(self) -> None:
         if len(self.weights) != len(FEATURES):

@@ -133,7 +133,7 @@ def task_conditions(
     vocabulary = [
         (key, value)
         for c in candidates
-        if _folder(c.capsule.path) == context
+        if folder_of(c.capsule.path) == context
         for key, values in c.capsule.applies_when.items()
         for value in values
     ]
@@ -147,7 +147,8 @@ def task_conditions(
 CONTEXT_DEPTH = 5  # the leading candidates (fused order) that say which folder the question is about
 
 
-def _folder(path: str) -> str:
+def folder_of(path: str) -> str:
+    """The folder of a note's path (``''`` at the top)."""
     return path.rsplit("/", 1)[0] if "/" in path else ""
 
 
@@ -155,7 +156,7 @@ def context_of(candidates: Sequence[CandidateRecord]) -> str | None:
     """The question's context: the folder holding most of its leading candidates (weighted 1/rank)."""
     weight: dict[str, float] = {}
     for candidate in candidates[:CONTEXT_DEPTH]:
-        folder = _folder(candidate.capsule.path)
+        folder = folder_of(candidate.capsule.path)
         weight[folder] = weight.get(folder, 0.0) + 1.0 / candidate.rank
     return max(weight, key=lambda f: weight[f]) if weight else None
 

@@ -20,6 +20,8 @@ from .conditions import (
     UNIVERSAL,
     ConditionCheck,
     check_conditions,
+    context_of,
+    folder_of,
     parse_conditions,
     task_conditions,
 )
@@ -34,6 +36,7 @@ from .selection import (
     DISPUTED,
     DUPLICATE_RULE,
     NOT_NEEDED,
+    OTHER_CONTEXT,
     SUPERSEDED,
     UNKNOWN_CONDITION,
     ApplicabilitySelection,
@@ -107,8 +110,10 @@ class RuleSelector:
     ) -> tuple[list[SelectedRecord], list[RejectedCandidate], ConditionFork | None, tuple[str, ...]]:
         """The records kept, the rest, a deciding condition left unknown, and the parts nothing answers."""
         scored, terms, weights = score_candidates(query, candidates, eligible, self.thresholds)
+        scored, rejected = in_context(scored, context_of(candidates), self.thresholds.min_other_context)
         parts = question_parts(query)
-        kept, rejected = pick(scored, terms, weights, self.thresholds, parts)
+        kept, more = pick(scored, terms, weights, self.thresholds, parts)
+        rejected += more
         chosen = [item for item, _ in kept]
         fork = find_fork(chosen, scored, task, self.thresholds.min_keep)
         unanswered = open_questions(query, chosen, scored, weights, self.thresholds)
@@ -266,6 +271,23 @@ def _why_not(
     by = ", ".join(k.candidate.record for k in kept)
     what = "every part of the question" if needs else "the query's words"
     return reject(candidate, NOT_NEEDED, f"score {item.score:.2f}; {by} already answer {what}")
+
+
+def in_context(
+    scored: Sequence[Scored], context: str | None, min_score: float
+) -> tuple[list[Scored], list[RejectedCandidate]]:
+    """Records in the question's context (the folder of its leading candidates, :func:`context_of`),
+    and those outside it unless they score ``min_score``: another family's advice rarely applies."""
+    inside: list[Scored] = []
+    rejected: list[RejectedCandidate] = []
+    for item in scored:
+        folder = folder_of(item.candidate.capsule.path)
+        if context is None or folder == context or item.score >= min_score:
+            inside.append(item)
+        else:
+            detail = f"in {folder or 'the top folder'}, outside the question's context ({context or 'the top folder'})"
+            rejected.append(reject(item.candidate, OTHER_CONTEXT, detail))
+    return inside, rejected
 
 
 def hard_rejection(capsule: Capsule, check: ConditionCheck) -> tuple[str, str] | None:

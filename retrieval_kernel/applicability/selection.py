@@ -25,6 +25,7 @@ DIAGNOSTIC_NO_CLAIMS = "diagnostic_no_claims"
 BELOW_THRESHOLD = "below_threshold"
 NOT_NEEDED = "not_needed"
 BEYOND_LIMIT = "beyond_limit"
+OTHER_CONTEXT = "other_context"
 NOT_SELECTED_BY_JUDGE = "not_selected_by_judge"
 REASONS = (
     CONTRADICTING_CONDITION,
@@ -35,6 +36,7 @@ REASONS = (
     BELOW_THRESHOLD,
     NOT_NEEDED,
     BEYOND_LIMIT,
+    OTHER_CONTEXT,
     NOT_SELECTED_BY_JUDGE,
 )
 UNKNOWN_CONDITION = "unknown_condition"  # a flag on a kept record, never a rejection by itself
