@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from ..pipeline.answerability import content_terms
 from ..projections.lexical import analyze
 from .calibration import Thresholds
+from .conditions import MATCHED
 from .scoring import MISSING_COSINE, QUERY_FILLER, Scored, clause_texts, query_terms, weighted_coverage
 
 _ASKS = re.compile(
@@ -30,6 +31,8 @@ _BOTH = re.compile(r"\b(?:both|each of (?:them|these|those)|the two)\b", re.IGNO
 
 # The lexical share of a part's weighted words counts this much beside the part's dense cosine.
 LEXICAL_WEIGHT = 1.0
+# Conditions decide: a record whose conditions match the task's answers a part this much better.
+MATCHED_BONUS = 0.2
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,8 @@ def part_score(item: Scored, need: Need, weights: dict[str, float], body_weight:
     share = weighted_coverage(
         [t for t in need.terms if t in weights], weights, item.capsule_terms, item.body_terms, body_weight
     )
-    return max(cosine, MISSING_COSINE) + LEXICAL_WEIGHT * share / mass
+    branch = MATCHED_BONUS if item.check.state == MATCHED else 0.0
+    return max(cosine, MISSING_COSINE) + LEXICAL_WEIGHT * share / mass + branch
 
 
 def uncovered_needs(
