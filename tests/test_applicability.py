@@ -31,6 +31,7 @@ from retrieval_kernel.applicability import (
     select_applicable,
 )
 from retrieval_kernel.applicability.conditions import context_of, task_conditions
+from retrieval_kernel.applicability.derived import derive_claims
 from retrieval_kernel.applicability.needs import need_parts
 from retrieval_kernel.cli import main
 from retrieval_kernel.errors import InputError
@@ -596,3 +597,54 @@ def test_records_outside_the_question_context_need_a_high_score() -> None:
     selection = RuleSelector(params).select("How do we verify the webhook signature and cache the secret?", candidates)
     assert "c" not in selection.ids
     assert {r.record: r.reason for r in selection.rejected}["c"] == "other_context"
+
+
+# ---------------------------------------------------------------- derived claims (notes without capsules)
+
+
+def test_derive_claims_reads_rules_values_and_conditions() -> None:
+    text = (
+        "Some background about the team and its history here.\n\n"
+        "- Calibration values are trusted for 30 days after their observed date.\n"
+        "- If the note has no observed date, treat it as unverified.\n\n"
+        "```\nmust not be read: code\n```\n"
+    )
+    claims, conditions = derive_claims([(("Source age", "Limits"), text)])
+    assert claims == (
+        "Source age > Limits: Calibration values are trusted for 30 days after their observed date.",
+        "Source age > Limits: If the note has no observed date, treat it as unverified.",
+    )
+    assert conditions == ("If the note has no observed date, treat it as unverified.",)
+
+
+PLAIN = {
+    "adr/0001-queue.md": "---\nstatus: accepted\n---\n# Use Kestrel streams for order events\n\n"
+    "## Decision\n\nWe decided to use Kestrel streams for every order event. Consumers must be idempotent.\n",
+    "adr/0002-cache.md": "# Cache stock availability\n\n## Decision\n\nStock availability is cached for 60 seconds.\n",
+    "adr/0003-lesson.md": lesson(
+        "queue-lesson",
+        "Order events need a dead-letter stream",
+        ["Give every order event stream a dead-letter stream."],
+    ),
+}
+
+
+def test_select_on_notes_without_capsules_uses_derived_claims(tmp_path: Path, make_notes) -> None:
+    ws = Workspace(make_notes(PLAIN), store_dir=tmp_path / "store", lanes=("lexical",))
+    ws.index()
+    try:
+        params = Thresholds(weights=PARAMS.weights, bias=PARAMS.bias, min_first=0.3, min_keep=0.3)
+        selection = select_applicable(ws, "Which stream do we use for order events?", selector=RuleSelector(params))
+        assert "adr/0001-queue" in selection.ids
+        record = selection.records[selection.ids.index("adr/0001-queue")]
+        assert record.capsule is not None and record.capsule.derived
+        assert any("We decided to use Kestrel streams" in claim for claim in record.capsule.claims)
+        assert any(flag.startswith("derived_claims") for flag in record.flags)
+        authored = select_applicable(ws, "dead-letter stream for order events", selector=RuleSelector(params))
+        lesson_record = authored.records[authored.ids.index("queue-lesson")]
+        assert lesson_record.capsule is not None and not lesson_record.capsule.derived
+        assert lesson_record.capsule.claims == ("Give every order event stream a dead-letter stream.",)
+        nothing = select_applicable(ws, "What is the office coffee budget?", selector=RuleSelector(params))
+        assert nothing.empty
+    finally:
+        ws.close()

@@ -293,6 +293,8 @@ def in_context(
 def hard_rejection(capsule: Capsule, check: ConditionCheck) -> tuple[str, str] | None:
     """The rule that excludes a record whatever the query: ``(reason, detail)`` or ``None``."""
     if capsule.is_diagnostic:
+        if capsule.derived and capsule.kind != "diagnostic":
+            return DIAGNOSTIC_NO_CLAIMS, "no claims in its front matter, and no sentence of it states a rule or value"
         return DIAGNOSTIC_NO_CLAIMS, "a symptom write-up with no claim or fix"
     if check.state == CONTRADICTING:
         return CONTRADICTING_CONDITION, "; ".join(check.contradicting)
@@ -317,6 +319,8 @@ def _selected(item: Scored, new_terms: Sequence[str], query: str) -> SelectedRec
         flags.append(f"{UNKNOWN_CONDITION}: {', '.join(check.unknown)} not stated; check it applies")
     if candidate.capsule.critical:
         flags.append("critical")
+    if candidate.capsule.derived:
+        flags.append("derived_claims: read from the note's text (it has no claims capsule)")
     words = _need_words(query, new_terms)
     why = f"Covers {', '.join(words) or 'the query'}; {conditions}; status {candidate.capsule.status or 'unknown'}."
     return SelectedRecord(
