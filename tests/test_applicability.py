@@ -29,12 +29,14 @@ from retrieval_kernel.applicability import (
     conditions_from_text,
     parse_conditions,
     select_applicable,
+    select_packet,
 )
 from retrieval_kernel.applicability.conditions import context_of, task_conditions
 from retrieval_kernel.applicability.derived import derive_claims
 from retrieval_kernel.applicability.needs import need_parts
 from retrieval_kernel.cli import main
-from retrieval_kernel.errors import InputError
+from retrieval_kernel.errors import BudgetError, InputError
+from retrieval_kernel.output.selection_packet import SelectionPacket
 
 # Hand-set parameters: the score is driven by how much of the query (and of its best part)
 # a record's capsule covers, so these tests do not depend on the calibrated file.
@@ -469,7 +471,7 @@ def test_cli_query_select_with_when(tmp_path: Path, make_notes, capsys) -> None:
         "signature_input=canonical-json",
     ]
     assert main(args) == 0
-    data = json.loads(capsys.readouterr().out)
+    data = json.loads(capsys.readouterr().out)["selection"]
     assert data["conditions"] == {"signature_input": ["canonical-json"]}
     assert "hooks-raw-body" not in [r["record"] for r in data["records"]]
     assert {r["record"]: r["reason"] for r in data["rejected"]}["hooks-raw-body"] == CONTRADICTING_CONDITION
@@ -501,7 +503,9 @@ def test_context_magic_select(tmp_path: Path, make_notes, monkeypatch: pytest.Mo
         f"--notes {notes} --store {tmp_path / 'store'} --lanes lexical --select --when signature_input=canonical-json "
         "How do we compute the HMAC signature of the webhook body?"
     )
-    result = ip.run_line_magic("context", line)
+    packet = ip.run_line_magic("context", line)
+    assert isinstance(packet, SelectionPacket)
+    result = packet.selection
     assert isinstance(result, ApplicabilitySelection)
     assert "hooks-raw-body" not in result.ids
     assert result.conditions == {"signature_input": ("canonical-json",)}
@@ -648,3 +652,34 @@ def test_select_on_notes_without_capsules_uses_derived_claims(tmp_path: Path, ma
         assert nothing.empty
     finally:
         ws.close()
+
+
+# ---------------------------------------------------------------- a selection is a packet
+
+
+def test_a_selection_has_the_packet_contract_and_its_own_fields(workspace: Workspace) -> None:
+    query = "How do we compare the signature with the header, and who owns the billing pager rotation?"
+    packet = workspace.query(query, as_of="2026-11-01", max_chars=6000)
+    chosen = select_packet(
+        workspace, query, selector=RuleSelector(PARAMS), as_of="2026-11-01", max_chars=6000, refresh=False
+    )
+    plain, selected = packet.to_dict(), chosen.to_dict()
+    assert list(selected)[: len(plain)] == list(plain)
+    assert list(selected)[len(plain) :] == ["selection"]
+    assert selected["as_of"] == "2026-11-01"
+    assert selected["budget"] == {"unit": "chars", "limit": 6000, "used": len(chosen.to_json())}
+    assert selected["budget"]["used"] <= 6000
+    assert {item["path"] for item in selected["evidence"]} == {"hooks/compare.md"}
+    fields = selected["selection"]
+    assert fields["outcome"] == "selected"
+    assert [r["record"] for r in fields["records"]] == ["hooks-constant-time"]
+    assert fields["records"][0]["needs"] and fields["records"][0]["why"]
+    assert fields["open_questions"] == ["who owns the billing pager rotation"]
+    assert all(r["reason"] and r["detail"] for r in fields["rejected"])
+    assert chosen.trace_id and selected["trace_id"] == chosen.trace_id
+    for shown in (str(chosen), chosen._repr_markdown_(), chosen._repr_html_()):
+        assert "hooks-constant-time" in shown and "pager rotation" in shown
+    empty = select_packet(workspace, "What is the office coffee budget?", selector=RuleSelector(PARAMS), refresh=False)
+    assert empty.abstained and empty.evidence == () and empty.selection is not None and empty.selection.empty
+    with pytest.raises(BudgetError):
+        select_packet(workspace, query, selector=RuleSelector(PARAMS), max_chars=1000, refresh=False)
