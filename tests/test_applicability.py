@@ -33,7 +33,7 @@ from retrieval_kernel.applicability import (
 )
 from retrieval_kernel.applicability.conditions import context_of, task_conditions
 from retrieval_kernel.applicability.derived import derive_claims
-from retrieval_kernel.applicability.needs import need_parts
+from retrieval_kernel.applicability.needs import need_parts, question_parts
 from retrieval_kernel.cli import main
 from retrieval_kernel.errors import BudgetError, InputError
 from retrieval_kernel.output.selection_packet import SelectionPacket
@@ -683,3 +683,13 @@ def test_a_selection_has_the_packet_contract_and_its_own_fields(workspace: Works
     assert empty.abstained and empty.evidence == () and empty.selection is not None and empty.selection.empty
     with pytest.raises(BudgetError):
         select_packet(workspace, query, selector=RuleSelector(PARAMS), max_chars=1000, refresh=False)
+
+
+def test_a_part_naming_no_subject_is_not_a_need_of_its_own() -> None:
+    parts = question_parts(
+        "Redis failed over and every request hung; separately the local cache grows. What should we change?"
+    )
+    assert [need.text for need in parts] == [
+        "Redis failed over and every request hung",
+        "separately the local cache grows",
+    ]

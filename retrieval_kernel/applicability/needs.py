@@ -29,6 +29,7 @@ _ASKS = re.compile(
 _FURTHER = re.compile(r"(?:separately|also|apart from|as well as|plus)\s*,?\s*$", re.IGNORECASE)
 _BOTH = re.compile(r"\b(?:both|each of (?:them|these|those)|the two)\b", re.IGNORECASE)
 
+MIN_SUBJECT_TERMS = 2  # a part naming fewer subject words is not a need of its own
 # The lexical share of a part's weighted words counts this much beside the part's dense cosine.
 LEXICAL_WEIGHT = 1.0
 # Conditions decide: a record whose conditions match the task's answers a part this much better.
@@ -60,9 +61,14 @@ def need_parts(query: str) -> list[Need]:
 
 
 def question_parts(query: str) -> list[Need]:
-    """Every part of ``query`` (see :func:`clause_texts`) as a possible need: a part a kept record
-    does not answer is answered by the record best for it, when the evidence is strong enough."""
-    return [Need(part, index, tuple(query_terms(part))) for index, part in enumerate(clause_texts(query))]
+    """The parts of ``query`` (see :func:`clause_texts`) that name a subject, as possible needs.
+
+    A part a kept record does not answer is answered by the record best for it, when the
+    evidence is strong enough. A part with fewer than :data:`MIN_SUBJECT_TERMS` subject
+    words ("what should we change") cannot single out a record and is not a need of its own.
+    """
+    parts = [Need(part, index, tuple(subject_terms(part))) for index, part in enumerate(clause_texts(query))]
+    return [need for need in parts if len(need.terms) >= MIN_SUBJECT_TERMS]
 
 
 def _asks(query: str, part: str) -> bool:

@@ -149,7 +149,7 @@ def pick(
     terms: Sequence[str],
     weights: Mapping[str, float],
     limits: Thresholds,
-    needs: Sequence[Need] = (),
+    needs: Sequence[Need] | None = None,
 ) -> tuple[list[tuple[Scored, list[str]]], list[RejectedCandidate]]:
     """Keep the smallest sufficient set of scored records: ``[(record, query terms it newly covers)]`` and the rest.
 
@@ -165,7 +165,7 @@ def pick(
     if best < limits.min_first:
         detail = f"the best score, {best:.2f}, is below {limits.min_first:.2f}: none applies"
         return [], [reject(s.candidate, BELOW_THRESHOLD, f"score {s.score:.2f}; {detail}") for s in ordered]
-    chosen = _by_needs(ordered, weights, limits, needs) if needs else _by_gain(ordered, terms, weights, limits)
+    chosen = _by_gain(ordered, terms, weights, limits) if needs is None else _by_needs(ordered, weights, limits, needs)
     kept_ids = {item.candidate.record for item in chosen}
     rejected = [
         _why_not(item, chosen, weights, limits, needs) for item in ordered if item.candidate.record not in kept_ids
@@ -252,7 +252,11 @@ def _duplicate(item: Scored, kept: Sequence[Scored]) -> Scored | None:
 
 
 def _why_not(
-    item: Scored, kept: Sequence[Scored], weights: Mapping[str, float], limits: Thresholds, needs: Sequence[Need]
+    item: Scored,
+    kept: Sequence[Scored],
+    weights: Mapping[str, float],
+    limits: Thresholds,
+    needs: Sequence[Need] | None,
 ) -> RejectedCandidate:
     """Why a scored record was left out: a duplicate rule, too low a score, a limit, or nothing left to answer."""
     candidate = item.candidate
@@ -269,7 +273,7 @@ def _why_not(
     if len(kept) >= limits.max_records:
         return reject(candidate, BEYOND_LIMIT, f"already {limits.max_records} records")
     by = ", ".join(k.candidate.record for k in kept)
-    what = "every part of the question" if needs else "the query's words"
+    what = "the query's words" if needs is None else "every part of the question"
     return reject(candidate, NOT_NEEDED, f"score {item.score:.2f}; {by} already answer {what}")
 
 
