@@ -48,8 +48,8 @@ class Thresholds:
     the best record's score a further record needs; ``cover_margin``: a part of the
     question counts as answered when a kept record's part score is within this of the
     best eligible record's; ``min_part``: the part score a further record needs on the
-    part it answers (:mod:`.needs`); ``min_strong``: the score at which a further record
-    that no part singles out is still kept when it newly covers ``min_gain``;
+    part it answers (:mod:`.needs`); ``part_lead``: the lead over the next record on a part
+    that lets the record answering it be kept below ``min_keep``;
     ``min_other_context``: the score a record outside the question's context (the folder
     of its leading candidates) needs to be considered at all (above 1: never).
     """
@@ -64,7 +64,7 @@ class Thresholds:
     min_ratio: float = 0.0
     cover_margin: float = 0.05
     min_part: float = 0.4
-    min_strong: float = 1.0
+    part_lead: float = 1.0
     min_other_context: float = 1.0
 
     def __post_init__(self) -> None:

@@ -117,11 +117,12 @@ def uncovered_needs(
     return open_needs
 
 
-def best_for(need: Need, pool: Sequence[Scored], weights: dict[str, float], body_weight: float) -> Scored | None:
-    """The eligible record that answers ``need`` best (ties: higher applicability score)."""
-    if not pool:
-        return None
-    return max(pool, key=lambda s: (round(part_score(s, need, weights, body_weight), 6), s.score))
+def ranked_for(
+    need: Need, pool: Sequence[Scored], weights: dict[str, float], body_weight: float
+) -> list[tuple[float, Scored]]:
+    """``(part score, record)`` for ``need``, best first (ties: higher applicability score)."""
+    scored = [(round(part_score(s, need, weights, body_weight), 6), s) for s in pool]
+    return sorted(scored, key=lambda pair: (-pair[0], -pair[1].score))
 
 
 def open_questions(

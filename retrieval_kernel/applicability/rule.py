@@ -26,7 +26,7 @@ from .conditions import (
     task_conditions,
 )
 from .forks import ConditionFork, find_fork
-from .needs import Need, best_for, open_questions, part_score, question_parts, uncovered_needs
+from .needs import Need, open_questions, question_parts, ranked_for, uncovered_needs
 from .scoring import Scored, score_candidates, weighted_coverage
 from .selection import (
     BELOW_THRESHOLD,
@@ -205,45 +205,28 @@ def _by_gain(
 def _by_needs(
     ordered: Sequence[Scored], weights: Mapping[str, float], limits: Thresholds, needs: Sequence[Need]
 ) -> list[Scored]:
-    """The best record, then for each part no kept record answers, the record that answers it best."""
+    """The best record, then for each part no kept record answers, the record that answers it best.
+
+    That record needs part score ``min_part``, and either applicability ``min_keep`` or a
+    lead of ``part_lead`` over the next record on that part (it alone answers it).
+    """
     kept = [ordered[0]]
     weights = dict(weights)
     while len(kept) < limits.max_records:
         pool = [s for s in ordered if s not in kept and not _duplicate(s, kept)]
+        floor = max(limits.min_keep, limits.min_ratio * kept[0].score)
         found = []
         for need in uncovered_needs(needs, kept, ordered, weights, limits.body_weight, limits.cover_margin):
-            item = best_for(need, pool, weights, limits.body_weight)
-            if (
-                item is not None
-                and item.score >= max(limits.min_keep, limits.min_ratio * kept[0].score)
-                and part_score(item, need, weights, limits.body_weight) >= limits.min_part
-            ):
+            ranked = ranked_for(need, pool, weights, limits.body_weight)
+            if not ranked or ranked[0][0] < limits.min_part:
+                continue
+            (top, item), runner = ranked[0], (ranked[1][0] if len(ranked) > 1 else 0.0)
+            if item.score >= floor or top - runner >= limits.part_lead:
                 found.append(item)
-        if not found:
-            found = _strong_gain(pool, kept, weights, limits)
         if not found:
             break
         kept.append(max(found, key=lambda s: s.score))
     return kept
-
-
-def _strong_gain(
-    pool: Sequence[Scored], kept: Sequence[Scored], weights: Mapping[str, float], limits: Thresholds
-) -> list[Scored]:
-    """Records no part singles out that still score ``min_strong`` and newly cover ``min_gain`` of the query."""
-    total = sum(weights.values()) or 1.0
-    covered = {t for k in kept for t in weights if t in k.capsule_terms or t in k.body_terms}
-    found = []
-    for item in pool:
-        if item.score < limits.min_strong:
-            continue
-        new = [t for t in weights if t not in covered and (t in item.capsule_terms or t in item.body_terms)]
-        if (
-            weighted_coverage(new, weights, item.capsule_terms, item.body_terms, limits.body_weight) / total
-            >= limits.min_gain
-        ):
-            found.append(item)
-    return found[:1]
 
 
 def _duplicate(item: Scored, kept: Sequence[Scored]) -> Scored | None:
