@@ -559,6 +559,7 @@ def test_an_unknown_deciding_condition_is_a_needs_condition_outcome() -> None:
     assert selection.outcome == "needs_condition"
     assert selection.fork is not None and selection.fork.key == "data"
     assert selection.fork.sides == {"per-customer": ("per-customer",), "shared": ("shared",)}
+    assert selection.ids == []  # no side is returned until the caller states the condition
     data = selection.to_dict()
     assert data["outcome"] == "needs_condition" and data["needs_condition"]["key"] == "data"
     for shown in (str(selection), selection._repr_markdown_(), selection._repr_html_()):

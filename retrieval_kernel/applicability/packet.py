@@ -36,7 +36,8 @@ def select_packet(
     """:func:`select_applicable`, then the packet for ``query`` holding only the selected records' passages.
 
     The budget covers the whole packet, the selection's fields included: the evidence
-    gets what the selection leaves.
+    gets what the selection leaves. Under ``needs_condition`` the evidence holds the
+    passages of the records on each side, so the caller can see what the answer hinges on.
     """
     from ..errors import BudgetError
     from ..output.packet import MIN_BUDGET
@@ -62,7 +63,8 @@ def select_packet(
         intent=intent,
         audit=audit or intent == "audit",
         live_checks=live_checks,
-        only_paths=frozenset(record.path for record in selection.records),
+        only_paths=frozenset(record.path for record in selection.records)
+        | frozenset(selection.fork.paths.values() if selection.fork else ()),
         **limits,
     )
     fields = {name: getattr(packet, name) for name in packet.__dataclass_fields__}

@@ -118,8 +118,8 @@ class RuleSelector:
         fork = find_fork(chosen, scored, task, self.thresholds.min_keep)
         unanswered = open_questions(query, chosen, scored, weights, self.thresholds)
         records = [_selected(item, new, query) for item, new in kept]
-        if fork is not None:
-            records = [_flag_fork(record, fork) for record in records]
+        if fork is not None:  # the caller states the condition; until then no side is returned
+            records = [record for record in records if record.record not in fork.records]
         return records, rejected, fork, unanswered
 
     def _history(
@@ -323,15 +323,6 @@ def _selected(item: Scored, new_terms: Sequence[str], query: str) -> SelectedRec
         passages=candidate.passages,
         capsule=candidate.capsule,
     )
-
-
-def _flag_fork(record: SelectedRecord, fork: ConditionFork) -> SelectedRecord:
-    """A kept record on one side of an unknown deciding condition says so."""
-    sides = [value for value, records in fork.sides.items() if record.record in records]
-    if not sides:
-        return record
-    flag = f"needs_condition: applies when {fork.key}={' or '.join(sides)}; {fork.describe()}"
-    return replace(record, flags=(*record.flags, flag))
 
 
 def _need_words(query: str, terms: Sequence[str]) -> list[str]:
