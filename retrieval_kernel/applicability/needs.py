@@ -143,7 +143,7 @@ def open_questions(
         if max(part_score(item, need, weights, limits.body_weight) for item in kept) >= limits.min_part:
             continue
         subject = subject_terms(need.text)
-        if subject and sum(term not in known for term in subject) * 2 > len(subject):
+        if len(subject) >= MIN_SUBJECT_TERMS and sum(term not in known for term in subject) * 2 > len(subject):
             unanswered.append(need.text)
     return tuple(unanswered)
 
