@@ -161,8 +161,8 @@ def _rendered(result: Packet | ApplicabilitySelection, fmt: str) -> str:
 
 
 def _query_select(args: argparse.Namespace) -> int:
-    """``query --select [--when key=value ...]``: the applicable records instead of a packet."""
-    from .applicability import select_applicable
+    """``query --select [--when key=value ...]``: a packet of the records that apply (see :func:`select_packet`)."""
+    from .applicability import select_packet
 
     if not args.select:
         raise InputError("--when states conditions for applicability selection: add --select")
@@ -171,7 +171,7 @@ def _query_select(args: argparse.Namespace) -> int:
     with Workspace(
         args.notes, settings.store_dir, lanes=lanes, chroma=settings.chroma, refresh_timeout=settings.refresh_timeout
     ) as workspace:
-        selection = select_applicable(
+        selection = select_packet(
             workspace,
             args.text,
             conditions=args.when or None,
@@ -179,6 +179,10 @@ def _query_select(args: argparse.Namespace) -> int:
             lanes=lanes,
             scopes=settings.scopes,
             refresh=settings.refresh,
+            as_of=settings.as_of,
+            top=settings.top,
+            live_checks=settings.live_checks(),
+            **budget_limits(settings.budget),
         )
     print(_rendered(selection, args.format))
     return EXIT_OK

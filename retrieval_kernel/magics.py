@@ -192,7 +192,7 @@ class ContextMagics(Magics, Configurable):
         self._pyproject = PyprojectCache()  # read again only when the pyproject changes
         self._workspaces: dict[tuple[Any, ...], Workspace] = {}
         self.last_packet: Packet | None = None
-        self.last_selection: Any = None  # the last ApplicabilitySelection (%context --select)
+        self.last_selection: Any = None  # the last SelectionPacket (%context --select)
         self._last_workspace: Workspace | None = None
 
     @no_var_expand
@@ -244,12 +244,12 @@ class ContextMagics(Magics, Configurable):
 
     def _select(self, query: str, options: dict[str, Any], settings: Settings) -> Any:
         """``%context --select [--when key=value ...] QUESTION``: the records that apply, why, and what was rejected."""
-        from .applicability import select_applicable
+        from .applicability import select_packet
 
         if not options["select"]:
             raise UsageError("%context: --when states conditions for applicability selection: add --select")
         try:
-            selection = select_applicable(
+            selection = select_packet(
                 self._workspace(settings),
                 query,
                 conditions=options["when"] or None,
@@ -257,6 +257,10 @@ class ContextMagics(Magics, Configurable):
                 lanes=options["lanes"].split(",") if options["lanes"] else None,
                 scopes=settings.scopes,
                 refresh=settings.refresh,
+                as_of=settings.as_of,
+                top=settings.top,
+                live_checks=settings.live_checks(),
+                **budget_limits(settings.budget),
             )
         except RetrievalKernelError as exc:
             raise UsageError(f"%context: {exc}") from None

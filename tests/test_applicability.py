@@ -29,9 +29,14 @@ from retrieval_kernel.applicability import (
     conditions_from_text,
     parse_conditions,
     select_applicable,
+    select_packet,
 )
+from retrieval_kernel.applicability.conditions import context_of, task_conditions
+from retrieval_kernel.applicability.derived import derive_claims
+from retrieval_kernel.applicability.needs import need_parts, question_parts
 from retrieval_kernel.cli import main
-from retrieval_kernel.errors import InputError
+from retrieval_kernel.errors import BudgetError, InputError
+from retrieval_kernel.output.selection_packet import SelectionPacket
 
 # Hand-set parameters: the score is driven by how much of the query (and of its best part)
 # a record's capsule covers, so these tests do not depend on the calibrated file.
@@ -466,7 +471,7 @@ def test_cli_query_select_with_when(tmp_path: Path, make_notes, capsys) -> None:
         "signature_input=canonical-json",
     ]
     assert main(args) == 0
-    data = json.loads(capsys.readouterr().out)
+    data = json.loads(capsys.readouterr().out)["selection"]
     assert data["conditions"] == {"signature_input": ["canonical-json"]}
     assert "hooks-raw-body" not in [r["record"] for r in data["records"]]
     assert {r["record"]: r["reason"] for r in data["rejected"]}["hooks-raw-body"] == CONTRADICTING_CONDITION
@@ -498,7 +503,9 @@ def test_context_magic_select(tmp_path: Path, make_notes, monkeypatch: pytest.Mo
         f"--notes {notes} --store {tmp_path / 'store'} --lanes lexical --select --when signature_input=canonical-json "
         "How do we compute the HMAC signature of the webhook body?"
     )
-    result = ip.run_line_magic("context", line)
+    packet = ip.run_line_magic("context", line)
+    assert isinstance(packet, SelectionPacket)
+    result = packet.selection
     assert isinstance(result, ApplicabilitySelection)
     assert "hooks-raw-body" not in result.ids
     assert result.conditions == {"signature_input": ("canonical-json",)}
@@ -508,3 +515,182 @@ def test_context_magic_select(tmp_path: Path, make_notes, monkeypatch: pytest.Mo
         for ws in magics._workspaces.values():
             ws.close()
         magics._workspaces.clear()
+
+
+# ---------------------------------------------------------------- needs, forks, context (issue 20)
+
+
+def _record(record: str, path: str, title: str, claim: str, rank: int, **capsule: object) -> CandidateRecord:
+    return CandidateRecord(
+        Capsule(record, path, title, claims=(claim,), **capsule),  # type: ignore[arg-type]
+        (PassageRef(f"{record}#p", 1, 3, f"{title}. {claim}"),),
+        rank=rank,
+        lanes={"lexical": (rank, 10.0 / rank)},
+    )
+
+
+def test_need_parts_keep_the_asking_parts() -> None:
+    parts = [need.text for need in need_parts("Our cron runs twice. How do we dedupe it, and who owns the pager?")]
+    assert parts == ["How do we dedupe it", "who owns the pager"]
+    assert [need.text for need in need_parts("cache keys for tenants")] == ["cache keys for tenants"]
+
+
+def test_an_unknown_deciding_condition_is_a_needs_condition_outcome() -> None:
+    candidates = [
+        _record(
+            "shared",
+            "cache/shared.md",
+            "Cache key layout",
+            "Build one cache key per resource.",
+            1,
+            applies_when={"data": ("shared",)},
+        ),
+        _record(
+            "per-customer",
+            "cache/per-customer.md",
+            "Cache key layout per tenant",
+            "Build the cache key with the tenant prefix per resource.",
+            2,
+            applies_when={"data": ("per-customer",)},
+        ),
+    ]
+    params = Thresholds(weights=PARAMS.weights, bias=PARAMS.bias, min_first=0.02, min_keep=0.01)
+    selection = RuleSelector(params).select("How should the cache key be built for each resource?", candidates)
+    assert selection.outcome == "needs_condition"
+    assert selection.fork is not None and selection.fork.key == "data"
+    assert selection.fork.sides == {"per-customer": ("per-customer",), "shared": ("shared",)}
+    assert selection.ids == []  # no side is returned until the caller states the condition
+    data = selection.to_dict()
+    assert data["outcome"] == "needs_condition" and data["needs_condition"]["key"] == "data"
+    for shown in (str(selection), selection._repr_markdown_(), selection._repr_html_()):
+        assert "needs_condition" in shown and "data=per-customer" in shown
+    stated = RuleSelector(params).select(
+        "How should the cache key be built for each resource?", candidates, {"data": "shared"}
+    )
+    assert stated.outcome == "selected" and stated.ids == ["shared"]
+
+
+def test_conditions_are_read_within_the_question_context() -> None:
+    candidates = [
+        _record("a", "hooks/a.md", "Verify webhook signature", "Verify the webhook signature.", 1),
+        _record("b", "hooks/b.md", "Webhook retries", "Retry webhook deliveries.", 2),
+        _record("c", "cache/c.md", "Shared cache", "Share the cache.", 3, applies_when={"data": ("shared",)}),
+    ]
+    assert context_of(candidates) == "hooks"
+    task, matches = task_conditions("How do we verify the shared webhook signature?", candidates, {})
+    assert task == {} and matches == []
+
+
+def test_open_questions_name_the_parts_nothing_answers(workspace: Workspace) -> None:
+    selection = select(
+        workspace, "How do we compare the signature with the header, and who owns the billing pager rotation?"
+    )
+    assert selection.ids == ["hooks-constant-time"]
+    assert selection.open_questions == ("who owns the billing pager rotation",)
+    assert selection.to_dict()["open_questions"] == ["who owns the billing pager rotation"]
+    assert any("open question" in line for line in str(selection).splitlines())
+    assert "Open questions" in selection._repr_markdown_() and "Open questions" in selection._repr_html_()
+
+
+def test_records_outside_the_question_context_need_a_high_score() -> None:
+    candidates = [
+        _record("a", "hooks/a.md", "Verify webhook signature", "Verify the webhook signature over the raw body.", 1),
+        _record("b", "hooks/b.md", "Webhook retries", "Retry webhook deliveries.", 2),
+        _record("c", "cache/c.md", "Webhook signature cache", "Cache the webhook signature secret.", 3),
+    ]
+    params = Thresholds(weights=PARAMS.weights, bias=PARAMS.bias, min_first=0.02, min_keep=0.01, min_other_context=2.0)
+    selection = RuleSelector(params).select("How do we verify the webhook signature and cache the secret?", candidates)
+    assert "c" not in selection.ids
+    assert {r.record: r.reason for r in selection.rejected}["c"] == "other_context"
+
+
+# ---------------------------------------------------------------- derived claims (notes without capsules)
+
+
+def test_derive_claims_reads_rules_values_and_conditions() -> None:
+    text = (
+        "Some background about the team and its history here.\n\n"
+        "- Calibration values are trusted for 30 days after their observed date.\n"
+        "- If the note has no observed date, treat it as unverified.\n\n"
+        "```\nmust not be read: code\n```\n"
+    )
+    claims, conditions = derive_claims([(("Source age", "Limits"), text)])
+    assert claims == (
+        "Source age > Limits: Calibration values are trusted for 30 days after their observed date.",
+        "Source age > Limits: If the note has no observed date, treat it as unverified.",
+    )
+    assert conditions == ("If the note has no observed date, treat it as unverified.",)
+
+
+PLAIN = {
+    "adr/0001-queue.md": "---\nstatus: accepted\n---\n# Use Kestrel streams for order events\n\n"
+    "## Decision\n\nWe decided to use Kestrel streams for every order event. Consumers must be idempotent.\n",
+    "adr/0002-cache.md": "# Cache stock availability\n\n## Decision\n\nStock availability is cached for 60 seconds.\n",
+    "adr/0003-lesson.md": lesson(
+        "queue-lesson",
+        "Order events need a dead-letter stream",
+        ["Give every order event stream a dead-letter stream."],
+    ),
+}
+
+
+def test_select_on_notes_without_capsules_uses_derived_claims(tmp_path: Path, make_notes) -> None:
+    ws = Workspace(make_notes(PLAIN), store_dir=tmp_path / "store", lanes=("lexical",))
+    ws.index()
+    try:
+        params = Thresholds(weights=PARAMS.weights, bias=PARAMS.bias, min_first=0.3, min_keep=0.3)
+        selection = select_applicable(ws, "Which stream do we use for order events?", selector=RuleSelector(params))
+        assert "adr/0001-queue" in selection.ids
+        record = selection.records[selection.ids.index("adr/0001-queue")]
+        assert record.capsule is not None and record.capsule.derived
+        assert any("We decided to use Kestrel streams" in claim for claim in record.capsule.claims)
+        assert any(flag.startswith("derived_claims") for flag in record.flags)
+        authored = select_applicable(ws, "dead-letter stream for order events", selector=RuleSelector(params))
+        lesson_record = authored.records[authored.ids.index("queue-lesson")]
+        assert lesson_record.capsule is not None and not lesson_record.capsule.derived
+        assert lesson_record.capsule.claims == ("Give every order event stream a dead-letter stream.",)
+        nothing = select_applicable(ws, "What is the office coffee budget?", selector=RuleSelector(params))
+        assert nothing.empty
+    finally:
+        ws.close()
+
+
+# ---------------------------------------------------------------- a selection is a packet
+
+
+def test_a_selection_has_the_packet_contract_and_its_own_fields(workspace: Workspace) -> None:
+    query = "How do we compare the signature with the header, and who owns the billing pager rotation?"
+    packet = workspace.query(query, as_of="2026-11-01", max_chars=6000)
+    chosen = select_packet(
+        workspace, query, selector=RuleSelector(PARAMS), as_of="2026-11-01", max_chars=6000, refresh=False
+    )
+    plain, selected = packet.to_dict(), chosen.to_dict()
+    assert list(selected)[: len(plain)] == list(plain)
+    assert list(selected)[len(plain) :] == ["selection"]
+    assert selected["as_of"] == "2026-11-01"
+    assert selected["budget"] == {"unit": "chars", "limit": 6000, "used": len(chosen.to_json())}
+    assert selected["budget"]["used"] <= 6000
+    assert {item["path"] for item in selected["evidence"]} == {"hooks/compare.md"}
+    fields = selected["selection"]
+    assert fields["outcome"] == "selected"
+    assert [r["record"] for r in fields["records"]] == ["hooks-constant-time"]
+    assert fields["records"][0]["needs"] and fields["records"][0]["why"]
+    assert fields["open_questions"] == ["who owns the billing pager rotation"]
+    assert all(r["reason"] and r["detail"] for r in fields["rejected"])
+    assert chosen.trace_id and selected["trace_id"] == chosen.trace_id
+    for shown in (str(chosen), chosen._repr_markdown_(), chosen._repr_html_()):
+        assert "hooks-constant-time" in shown and "pager rotation" in shown
+    empty = select_packet(workspace, "What is the office coffee budget?", selector=RuleSelector(PARAMS), refresh=False)
+    assert empty.abstained and empty.evidence == () and empty.selection is not None and empty.selection.empty
+    with pytest.raises(BudgetError):
+        select_packet(workspace, query, selector=RuleSelector(PARAMS), max_chars=1000, refresh=False)
+
+
+def test_a_part_naming_no_subject_is_not_a_need_of_its_own() -> None:
+    parts = question_parts(
+        "Redis failed over and every request hung; separately the local cache grows. What should we change?"
+    )
+    assert [need.text for need in parts] == [
+        "Redis failed over and every request hung",
+        "separately the local cache grows",
+    ]

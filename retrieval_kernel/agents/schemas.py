@@ -245,6 +245,9 @@ class SelectionOut(_Open):
     intent: str
     selector: str
     fallback: str | None
+    outcome: str  # selected | empty | needs_condition
+    needs_condition: dict[str, Any] | None  # the unknown deciding condition and the records on each side
+    open_questions: list[str]  # parts of the question no record answers
     conditions: dict[str, list[str]]
     condition_matches: list[dict[str, Any]]
     empty: bool

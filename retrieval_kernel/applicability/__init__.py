@@ -38,6 +38,7 @@ from .calibration import CALIBRATION_FILE, FEATURES, Thresholds, calibration_dat
 from .capsules import CandidateRecord, Capsule, PassageRef, group_candidates
 from .conditions import check_conditions, conditions_from_text, parse_conditions, task_conditions
 from .judge import JudgeSelector
+from .packet import select_packet
 from .retrieve import retrieve_candidates, select_applicable
 from .rule import RuleSelector, eligible_candidates, pick
 from .scoring import attach_clause_cosines, clause_texts, score_candidates
@@ -87,5 +88,6 @@ __all__ = [
     "retrieve_candidates",
     "score_candidates",
     "select_applicable",
+    "select_packet",
     "task_conditions",
 ]

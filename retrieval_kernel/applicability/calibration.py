@@ -45,7 +45,13 @@ class Thresholds:
     share of the query's weighted words a further record must newly cover (0: off);
     ``max_records``: most records returned; ``body_weight``: how much a query word
     found only in a record's body counts toward coverage; ``min_ratio``: the share of
-    the best record's score a further record needs.
+    the best record's score a further record needs; ``cover_margin``: a part of the
+    question counts as answered when a kept record's part score is within this of the
+    best eligible record's; ``min_part``: the part score a further record needs on the
+    part it answers (:mod:`.needs`); ``part_lead``: the lead over the next record on a part
+    that lets the record answering it be kept below ``min_keep``;
+    ``min_other_context``: the score a record outside the question's context (the folder
+    of its leading candidates) needs to be considered at all (above 1: never).
     """
 
     weights: tuple[float, ...] = DEFAULT_WEIGHTS
@@ -56,6 +62,10 @@ class Thresholds:
     max_records: int = 6
     body_weight: float = 0.5
     min_ratio: float = 0.0
+    cover_margin: float = 0.05
+    min_part: float = 0.4
+    part_lead: float = 1.0
+    min_other_context: float = 1.0
 
     def __post_init__(self) -> None:
         if len(self.weights) != len(FEATURES):

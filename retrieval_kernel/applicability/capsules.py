@@ -9,11 +9,12 @@ compares sets.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..corpus.facts import normalize_status
 from ..projections.lexical import analyze
+from .derived import derive_claims
 
 if TYPE_CHECKING:
     from ..pipeline.candidates import Candidate
@@ -67,6 +68,8 @@ class Capsule:
     critical: bool = False
     supports: tuple[str, ...] = ()
     contradicts: tuple[str, ...] = ()
+    derived: bool = False  # claims read from the note's text (no ``claims:`` in its front matter)
+    conditions_text: tuple[str, ...] = ()  # derived: the sentences saying when it applies
 
     @classmethod
     def from_metadata(cls, record: str, path: str, title: str, metadata: Mapping[str, Any]) -> Capsule:
@@ -116,6 +119,8 @@ class Capsule:
             "rule": self.rule,
             "critical": self.critical,
             "evidence": {"supports": list(self.supports), "contradicts": list(self.contradicts)},
+            "derived": self.derived,
+            "conditions_text": list(self.conditions_text),
         }
 
     def text(self) -> str:
@@ -133,6 +138,7 @@ class PassageRef:
     line_start: int
     line_end: int
     text: str
+    heading_path: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -182,6 +188,12 @@ class CandidateRecord:
         }
 
 
+def with_derived_claims(capsule: Capsule, passages: Sequence[PassageRef]) -> Capsule:
+    """``capsule`` with claims and condition sentences read from ``passages`` (see :mod:`.derived`), marked derived."""
+    claims, conditions = derive_claims([(p.heading_path, p.text) for p in passages])
+    return replace(capsule, claims=claims, conditions_text=conditions, derived=True)
+
+
 def group_candidates(ranked: Sequence[Candidate], limit: int | None = None) -> list[CandidateRecord]:
     """Group fused passage candidates by note, in the order of each note's best passage.
 
@@ -207,6 +219,7 @@ def group_candidates(ranked: Sequence[Candidate], limit: int | None = None) -> l
                         c.stored.passage.line_start,
                         c.stored.passage.line_end,
                         c.stored.passage.text,
+                        tuple(c.stored.passage.heading_path),
                     )
                     for c in group
                 ),
@@ -215,6 +228,8 @@ def group_candidates(ranked: Sequence[Candidate], limit: int | None = None) -> l
         )
         title = first.passage.heading_path[0] if first.passage.heading_path else first.passage.heading
         capsule = Capsule.from_metadata(module, first.passage.path, title, first.metadata)
+        if "claims" not in first.metadata:
+            capsule = with_derived_claims(capsule, passages)
         record = CandidateRecord(capsule, passages, rank, max(c.score for c in group), lanes)
         _ = record.capsule_terms, record.body_terms  # analysed here, with retrieval, so selection only reads them
         records.append(record)

@@ -122,19 +122,43 @@ def task_conditions(
 ) -> tuple[dict[str, frozenset[str]], list[ConditionMatch]]:
     """The task's conditions: those stated, plus values matched in the query for keys not stated.
 
-    The vocabulary is every ``applies_when`` key/value pair of the candidates.
+    The vocabulary is every ``applies_when`` key/value pair of the candidates in the
+    query's own context (:func:`context_of`): conditions of another family's notes are
+    not read into the question.
     """
     matches = [
         ConditionMatch(key, value, "stated") for key, values in sorted(stated.items()) for value in sorted(values)
     ]
+    context = context_of(candidates)
     vocabulary = [
-        (key, value) for c in candidates for key, values in c.capsule.applies_when.items() for value in values
+        (key, value)
+        for c in candidates
+        if folder_of(c.capsule.path) == context
+        for key, values in c.capsule.applies_when.items()
+        for value in values
     ]
     inferred = [m for m in conditions_from_text(query, vocabulary) if m.key not in stated]
     conditions: dict[str, set[str]] = {key: set(values) for key, values in stated.items()}
     for match in inferred:
         conditions.setdefault(match.key, set()).add(match.value)
     return {key: frozenset(values) for key, values in conditions.items()}, matches + inferred
+
+
+CONTEXT_DEPTH = 5  # the leading candidates (fused order) that say which folder the question is about
+
+
+def folder_of(path: str) -> str:
+    """The folder of a note's path (``''`` at the top)."""
+    return path.rsplit("/", 1)[0] if "/" in path else ""
+
+
+def context_of(candidates: Sequence[CandidateRecord]) -> str | None:
+    """The question's context: the folder holding most of its leading candidates (weighted 1/rank)."""
+    weight: dict[str, float] = {}
+    for candidate in candidates[:CONTEXT_DEPTH]:
+        folder = folder_of(candidate.capsule.path)
+        weight[folder] = weight.get(folder, 0.0) + 1.0 / candidate.rank
+    return max(weight, key=lambda f: weight[f]) if weight else None
 
 
 @dataclass(frozen=True)

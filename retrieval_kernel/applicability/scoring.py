@@ -7,6 +7,7 @@ weighted by BM25 idf over the candidate pool.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -38,7 +39,12 @@ QUERY_FILLER = frozenset(
 
 def query_terms(query: str) -> list[str]:
     """The query's content terms: analysed, without :data:`QUERY_FILLER`."""
-    return [term for term in analyze(query) if term not in QUERY_FILLER]
+    return list(_query_terms(query))
+
+
+@functools.lru_cache(maxsize=1024)
+def _query_terms(query: str) -> tuple[str, ...]:
+    return tuple(term for term in analyze(query) if term not in QUERY_FILLER)
 
 
 _CLAUSE_BREAK = re.compile(
@@ -55,8 +61,13 @@ def clause_texts(query: str) -> list[str]:
     word ("and how ..."), and the words "also", "separately", "apart from", "as well
     as", "plus". A part without content terms is dropped.
     """
-    parts = [part.strip() for part in _CLAUSE_BREAK.split(query) if part and query_terms(part)]
-    return parts or [query]
+    return list(_clause_texts(query))
+
+
+@functools.lru_cache(maxsize=1024)
+def _clause_texts(query: str) -> tuple[str, ...]:
+    parts = tuple(part.strip() for part in _CLAUSE_BREAK.split(query) if part and query_terms(part))
+    return parts or (query,)
 
 
 def clauses(query: str) -> list[list[str]]:

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from .capsules import CandidateRecord, Capsule, PassageRef
 from .conditions import ConditionMatch
+from .forks import NEEDS_CONDITION, ConditionFork
 
 # Rejection reason codes.
 CONTRADICTING_CONDITION = "contradicting_condition"
@@ -24,6 +25,7 @@ DIAGNOSTIC_NO_CLAIMS = "diagnostic_no_claims"
 BELOW_THRESHOLD = "below_threshold"
 NOT_NEEDED = "not_needed"
 BEYOND_LIMIT = "beyond_limit"
+OTHER_CONTEXT = "other_context"
 NOT_SELECTED_BY_JUDGE = "not_selected_by_judge"
 REASONS = (
     CONTRADICTING_CONDITION,
@@ -34,9 +36,14 @@ REASONS = (
     BELOW_THRESHOLD,
     NOT_NEEDED,
     BEYOND_LIMIT,
+    OTHER_CONTEXT,
     NOT_SELECTED_BY_JUDGE,
 )
 UNKNOWN_CONDITION = "unknown_condition"  # a flag on a kept record, never a rejection by itself
+
+# Outcomes of a selection.
+SELECTED, EMPTY = "selected", "empty"
+OUTCOMES = (SELECTED, EMPTY, NEEDS_CONDITION)
 
 
 @dataclass(frozen=True)
@@ -112,10 +119,19 @@ class ApplicabilitySelection:
     retrieval_ms: float | None = None
     lanes: tuple[dict[str, Any], ...] = ()
     thresholds: Mapping[str, Any] = field(default_factory=dict)
+    fork: ConditionFork | None = None
+    open_questions: tuple[str, ...] = ()  # parts of the question no eligible record answers
 
     @property
     def empty(self) -> bool:
         return not self.records
+
+    @property
+    def outcome(self) -> str:
+        """``needs_condition`` when a deciding condition is unknown, else ``selected`` or ``empty``."""
+        if self.fork is not None:
+            return NEEDS_CONDITION
+        return EMPTY if self.empty else SELECTED
 
     @property
     def ids(self) -> list[str]:
@@ -127,6 +143,9 @@ class ApplicabilitySelection:
             "intent": self.intent,
             "selector": self.selector,
             "fallback": self.fallback,
+            "outcome": self.outcome,
+            "needs_condition": self.fork.to_dict() if self.fork else None,
+            "open_questions": list(self.open_questions),
             "conditions": {key: list(values) for key, values in self.conditions.items()},
             "condition_matches": [m.to_dict() for m in self.condition_matches],
             "empty": self.empty,

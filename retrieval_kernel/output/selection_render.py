@@ -37,12 +37,15 @@ def render_text(selection: ApplicabilitySelection) -> str:
             for m in selection.condition_matches
         )
         lines.append(f"conditions: {stated}")
+    if selection.fork is not None:
+        lines.append(f"needs_condition: {selection.fork.describe()}")
     if selection.empty:
         lines.append(f"Nothing applies ({selection.candidates} candidates checked).")
     for index, record in enumerate(selection.records, 1):
         body = _record_lines(record)
         lines.append(f"{index}. {body[0]}")
         lines += body[1:]
+    lines += [f"open question (no evidence): {part}" for part in selection.open_questions]
     if selection.rejected:
         lines.append(f"rejected ({len(selection.rejected)}):")
         lines += [f" - {r.record}: {r.reason} - {r.detail}" for r in selection.rejected]
@@ -59,6 +62,8 @@ def render_markdown(selection: ApplicabilitySelection) -> str:
             "\nConditions: "
             + ", ".join(f"`{md_escape(m.key)}={md_escape(m.value)}` ({m.source})" for m in selection.condition_matches)
         )
+    if selection.fork is not None:
+        lines.append(f"\n> **needs_condition**: {md_escape(selection.fork.describe())}")
     if selection.empty:
         lines.append(f"\n**Nothing applies** ({selection.candidates} candidates checked).")
     for index, record in enumerate(selection.records, 1):
@@ -69,6 +74,9 @@ def render_markdown(selection: ApplicabilitySelection) -> str:
         if record.capsule:
             lines += [f"   - claim: {md_escape(claim)}" for claim in record.capsule.claims]
         lines += [f"   - flag: {md_escape(flag)}" for flag in record.flags]
+    if selection.open_questions:
+        lines.append("\nOpen questions (no evidence found):")
+        lines += [f"- {md_escape(part)}" for part in selection.open_questions]
     if selection.rejected:
         lines.append("\n| rejected | reason | detail |\n|---|---|---|")
         lines += [f"| {md_escape(r.record)} | {r.reason} | {md_escape(r.detail)} |" for r in selection.rejected]
@@ -89,6 +97,8 @@ def render_html(selection: ApplicabilitySelection) -> str:
             f"<code>{esc(m.key)}={esc(m.value)}</code> ({esc(m.source)})" for m in selection.condition_matches
         )
         parts.append(f"<p>Conditions: {items}</p>")
+    if selection.fork is not None:
+        parts.append(f"<p><b>needs_condition</b>: {esc(selection.fork.describe())}</p>")
     if selection.empty:
         parts.append(f"<p><b>Nothing applies</b> ({selection.candidates} candidates checked).</p>")
     else:
@@ -102,6 +112,9 @@ def render_html(selection: ApplicabilitySelection) -> str:
                 f"<ul><li>why: {esc(record.why)}</li>{need}{claims}{flags}</ul></li>"
             )
         parts.append("</ol>")
+    if selection.open_questions:
+        items = "".join(f"<li>{esc(part)}</li>" for part in selection.open_questions)
+        parts.append(f"<p>Open questions (no evidence found):</p><ul>{items}</ul>")
     if selection.rejected:
         rows = "".join(
             f"<tr><td><code>{esc(r.record)}</code></td><td>{esc(r.reason)}</td><td>{esc(r.detail)}</td></tr>"

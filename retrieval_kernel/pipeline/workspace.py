@@ -227,6 +227,7 @@ class Workspace(Upkeep):
         intent: str = DEFAULT_INTENT,
         audit: bool = False,
         live_checks: Sequence[LiveCheck] | None = None,
+        only_paths: frozenset[str] | None = None,
     ) -> Packet:
         """Answer ``text`` with a cited evidence packet within the budget.
 
@@ -235,6 +236,10 @@ class Workspace(Upkeep):
         ``audit`` also shows excluded items, as history, never as current evidence.
         ``live_checks`` are the systems of record asked this time (default: the workspace's;
         ``()`` asks none); see :mod:`retrieval_kernel.pipeline.live_policy`.
+        ``only_paths`` (applicability selection) keeps only the passages of those notes: a
+        selector has already decided what applies, so the answerability judge reports its
+        confidence but neither abstains nor drops passages as weak matches; no note at all
+        abstains as ``below_threshold``.
         """
         query = checked_query(text)
         budget = budget_from(max_bytes, max_chars)
@@ -271,7 +276,11 @@ class Workspace(Upkeep):
             abstention = None  # found, but never current: the policy says so (filtered_by_validity)
         if aside and judgement is not None:
             judgement = self._judge_set_aside(query, judgement, aside, aside_runs, view)
-        if abstention is None and judgement is not None and not judgement.answerable:
+        if only_paths is not None:
+            ranked, aside = _only(ranked, only_paths), _only(aside, only_paths)
+            if not only_paths and abstention is None:
+                abstention = ABSTAIN_BELOW_THRESHOLD
+        elif abstention is None and judgement is not None and not judgement.answerable:
             abstention = ABSTAIN_FILTERED_BY_SCOPE if judgement.out_of_scope else ABSTAIN_BELOW_THRESHOLD
         read = {candidate.stored.passage.path for candidate in ranked[:top]}
         shell = Packet(
@@ -292,6 +301,7 @@ class Workspace(Upkeep):
             confidence=judgement.confidence if judgement is not None else None,
         )
         stages.start("policy")
+        decided = judgement if only_paths is None else None  # a selector has decided what applies
         selection = policy.select(
             [*ranked, *aside],
             request,
@@ -299,7 +309,7 @@ class Workspace(Upkeep):
             view.facts,
             self._lead_passage(view),
             top,
-            judgement,
+            decided,
             query,
             view.observed,
         )
@@ -488,3 +498,8 @@ def rebuild(notes_dir: str | Path, store_dir: str | Path | None = None, **option
         set_aside(store, utc_now().replace(":", ""))
     with Workspace(notes, store, **options) as workspace:
         return workspace.index()
+
+
+def _only(candidates: list[Candidate], paths: frozenset[str]) -> list[Candidate]:
+    """The candidates whose note is one of ``paths``, in order."""
+    return [candidate for candidate in candidates if candidate.stored.passage.path in paths]
