@@ -117,11 +117,13 @@ __all__ = [
 def load_ipython_extension(ipython: InteractiveShell) -> None:
     """Register the ``%context`` magics (``%load_ext retrieval_kernel``)."""
     from .magics import ContextMagics, route_context_lines
+    from .projections.embedding import warm_up_in_background
 
     ipython.register_magics(ContextMagics)
     transforms = ipython.input_transformer_manager.line_transforms
     if route_context_lines not in transforms:
         transforms.append(route_context_lines)
+    warm_up_in_background()  # Chroma's import and the embedder: seconds a first %context would otherwise wait
 
 
 def __getattr__(name: str) -> object:

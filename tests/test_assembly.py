@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from functools import cache
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 from retrieval_kernel import Workspace
 from retrieval_kernel.corpus.notes import HEADING_LINE
 from retrieval_kernel.errors import BudgetError, BudgetTooSmallError
-from retrieval_kernel.output.packet import MAX_BUDGET, MIN_BUDGET
+from retrieval_kernel.output.packet import MAX_BUDGET, MIN_BUDGET, Packet
 from retrieval_kernel.pipeline.answerability import content_terms
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -284,3 +285,24 @@ def test_no_candidates_means_no_budget_exclusions(ws_for) -> None:
     packet = ws.query("unrelatedword", as_of=AS_OF, refresh=False)
     assert packet.abstention_reason == "no_match"
     assert packet.exclusions == {"budget": 0, "scope": 0}
+
+
+def _measured_by_reserializing(packet: Packet) -> Packet:
+    """The reference ``with_measured_budget``: serialize, set ``used``, until it settles."""
+    for _ in range(8):
+        size = packet.size()
+        if size == packet.budget.used:
+            return packet
+        packet = dataclasses.replace(packet, budget=dataclasses.replace(packet.budget, used=size))
+    raise AssertionError("did not settle")
+
+
+@pytest.mark.parametrize("used", [0, 7, 99, 999, 9_999, 123_456])
+def test_measuring_by_digits_gives_the_packet_reserializing_gives(workshop_ws, used: int) -> None:
+    for query in ("who approves a production deployment", "record owner moves team", "ledger"):
+        for kwargs in ({}, {"max_bytes": 4_000}, {"max_chars": 2_500}):
+            packet = workshop_ws.query(query, as_of=AS_OF, refresh=False, **kwargs)
+            assert packet.with_measured_budget() is packet  # assembled packets are measured already
+            wrong = dataclasses.replace(packet, budget=dataclasses.replace(packet.budget, used=used))
+            assert wrong.with_measured_budget().to_json() == _measured_by_reserializing(wrong).to_json()
+            assert wrong.with_measured_budget().to_json() == packet.to_json()

@@ -121,9 +121,86 @@ def test_an_overflowed_queue_counts_as_a_change(notes: Path) -> None:
     try:
         assert not feed.changed()
         overflow = type("Event", (), {"mask": 0x4000, "wd": -1, "name": ""})()  # IN_Q_OVERFLOW
-        assert feed._note(overflow)
+        assert feed._note(overflow) is None  # cannot say which notes: the caller walks
     finally:
         feed.close()
+
+
+@pytest.mark.parametrize(
+    ("change", "found", "gone"),
+    [
+        (lambda n: (n / "plant" / "pumps.md").write_text(PUMPS.replace("quarterly", "monthly")), "monthly", None),
+        (lambda n: _written(n / "impeller.md", "weekly"), "weekly", None),
+        (lambda n: (n / "plant" / "pumps.md").unlink(), None, "plant/pumps.md"),
+        (
+            lambda n: os.replace(n / "plant" / "pumps.md", n / "plant" / "impeller-pumps.md"),
+            "quarterly",
+            "plant/pumps.md",
+        ),
+        (lambda n: os.replace(_written(n / ".draft.md", "daily"), n / "plant" / "pumps.md"), "daily", None),
+    ],
+    ids=["edit", "add", "delete", "rename", "atomic-save"],
+)
+def test_the_notes_the_feed_names_are_refreshed_without_a_walk(
+    notes: Path, tmp_path: Path, walks: list[Path], change, found: str | None, gone: str | None
+) -> None:
+    with Workspace(notes, tmp_path / "store", lanes=LANES) as workspace:
+        workspace.index()
+        ask(workspace)  # the first look walks once
+        change(notes)
+        packet = ask(workspace)
+        assert packet.projection == "consistent" and len(walks) == 1
+        paths = set(workspace.records.documents())
+        assert paths == {p.relative_to(notes).as_posix() for p in notes.rglob("*.md") if ".draft" not in p.name}
+        if found is not None:
+            assert any(found in e.excerpt for e in packet.evidence)
+        if gone is not None:
+            assert gone not in paths and all(e.path != gone for e in packet.evidence)
+        assert ask(workspace).projection == "consistent" and len(walks) == 1
+
+
+def test_a_feed_that_cannot_name_the_changes_falls_back_to_a_walk(
+    notes: Path, tmp_path: Path, walks: list[Path]
+) -> None:
+    with Workspace(notes, tmp_path / "store", lanes=LANES) as workspace:
+        workspace.index()
+        ask(workspace)
+        feed = workspace._change_feed()
+        assert feed is not None
+        overflowed = feed.changes
+        feed.changes = lambda: (overflowed(), None)[1]  # type: ignore[method-assign]  # e.g. IN_Q_OVERFLOW
+        (notes / "plant" / "pumps.md").write_text(PUMPS.replace("quarterly", "monthly"), encoding="utf-8")
+        packet = ask(workspace)
+        assert len(walks) == 2 and "monthly" in packet.evidence[0].excerpt
+        del feed.changes
+        ask(workspace)
+        assert len(walks) == 2  # named again after the walk
+
+
+def test_a_stale_answer_names_the_notes_the_feed_saw(notes: Path, tmp_path: Path, walks: list[Path]) -> None:
+    with Workspace(notes, tmp_path / "store", lanes=LANES, refresh="off") as workspace:
+        workspace.index()
+        ask(workspace)
+        _written(notes / "impeller.md", "monthly")
+        (notes / "valves.md").unlink()
+        assert ask(workspace).projection == "stale"
+        assert workspace.status()["pending_notes"] == 2
+        assert len(walks) == 1
+
+
+def test_new_folders_and_linked_notes_are_walked(notes: Path, tmp_path: Path, walks: list[Path]) -> None:
+    with Workspace(notes, tmp_path / "store", lanes=LANES) as workspace:
+        workspace.index()
+        ask(workspace)
+        _written(_folder(notes / "new") / "impeller.md", "weekly")
+        assert any("weekly" in e.excerpt for e in ask(workspace).evidence) and len(walks) == 2
+        (notes / "linked.md").symlink_to(notes / "valves.md")
+        ask(workspace)
+        assert len(walks) == 3
+        (notes / "valves.md").write_text("# Valves\n\nGate valves are exercised monthly.\n", encoding="utf-8")
+        ask(workspace)  # the edit names valves.md only: the link to it is found by walking
+        assert len(walks) == 4
+        assert workspace.records.documents()["linked.md"].sha256 == workspace.records.documents()["valves.md"].sha256
 
 
 def test_no_feed_falls_back_to_the_walk(notes: Path, tmp_path: Path, monkeypatch, walks: list[Path]) -> None:

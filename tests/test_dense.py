@@ -156,6 +156,16 @@ def test_load_embedder_rejects_unknown_names() -> None:
         embedding.load_embedder("word2vec")
 
 
+def test_the_onnx_embedder_is_loaded_once_per_process_and_warmed_up_in_the_background() -> None:
+    thread = embedding.warm_up_in_background()  # what %load_ext starts
+    thread.join(timeout=120)
+    assert not thread.is_alive()
+    first, second = embedding.load_embedder(), embedding.load_embedder()
+    assert isinstance(first, embedding.OnnxEmbedder) and first is not second  # each may be patched alone
+    assert first._sessions is second._sessions  # one model load per process
+    np.testing.assert_allclose(first.embed(TEXTS), OnnxEmbedder(workers=1).embed(TEXTS), atol=0)
+
+
 # ---------------------------------------------------------------- one shared, read-only topic workspace
 
 

@@ -104,3 +104,36 @@ def test_vectors_are_read_back_in_pages_past_sqlites_variable_limit(tmp_path: Pa
     assert all(path == pid.split("#")[0] + ".md" for pid, path in zip(ids, paths, strict=True))
     by_id = dict(zip(ids, rows, strict=True))
     assert np.allclose(np.stack([by_id[f"n{i}#p"] for i in (0, 12_345, 39_999)]), vectors[[0, 12_345, 39_999]])
+
+
+def test_a_new_process_at_the_same_state_loads_the_vectors_instead_of_reading_chroma(
+    tmp_path: Path, workshop_notes: Path, monkeypatch
+) -> None:
+    import shutil
+
+    from retrieval_kernel.projections.dense import EXACT_SNAPSHOT, DenseProjection
+
+    notes, store = tmp_path / "notes", tmp_path / "store"
+    shutil.copytree(workshop_notes, notes)
+    questions = ["Who may approve a production deployment?", "How is ownership of a record decided?"]
+    lanes = ("identity", "lexical", "dense")
+    reads: list[int] = []
+    original = DenseProjection._all_vectors
+    monkeypatch.setattr(DenseProjection, "_all_vectors", lambda *args: reads.append(1) or original(*args))
+
+    def answers() -> list[str]:
+        with Workspace(notes, store, lanes=lanes) as workspace:
+            return [workspace.query(q, as_of="2026-10-15").to_json() for q in questions]
+
+    with Workspace(notes, store, lanes=lanes) as workspace:
+        workspace.index()
+    first = answers()
+    assert len(reads) == 1 and (store / EXACT_SNAPSHOT).exists()
+    assert answers() == first and len(reads) == 1  # loaded, not read back
+    target = sorted(notes.glob("*.md"))[0]
+    target.write_text(target.read_text(encoding="utf-8") + "\n## Pager\n\nThe pager rota approves deployments.\n")
+    edited = answers()  # refreshes first, then searches another state: read from Chroma once more
+    assert len(reads) == 2 and edited != first
+    assert answers() == edited and len(reads) == 2  # that state's vectors were kept in turn
+    (store / EXACT_SNAPSHOT).write_bytes(b"not a snapshot")
+    assert answers() == edited and len(reads) == 3  # damaged: read from Chroma

@@ -17,6 +17,7 @@ import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -349,6 +350,7 @@ def module_of(rel_path: str, metadata: Mapping[str, Any], warnings: list[str]) -
     return default_module(rel_path)
 
 
+@lru_cache(maxsize=65_536)  # asked of every note each time the change log moves (the name index)
 def default_module(rel_path: str) -> str:
     """A note's identity when it declares none: its path without the suffix."""
     return str(PurePosixPath(rel_path).with_suffix(""))

@@ -264,13 +264,18 @@ class Packet:
         return self.budget.measure(self.to_json())
 
     def with_measured_budget(self) -> Packet:
-        """This packet with ``budget.used`` equal to its own serialized size."""
-        packet = self
+        """This packet with ``budget.used`` equal to its own serialized size.
+
+        Serialized once: ``used`` appears once, as a plain integer, so another value changes the
+        size by its difference in digits alone (ASCII digits: one byte and one character each).
+        """
+        rest = self.size() - len(str(self.budget.used))
+        used = self.budget.used
         for _ in range(8):  # used's own digits change the size; a fixed point comes within a few steps
-            size = packet.size()
-            if size == packet.budget.used:
-                return packet
-            packet = replace(packet, budget=replace(packet.budget, used=size))
+            size = rest + len(str(used))
+            if size == used:
+                return self if used == self.budget.used else replace(self, budget=replace(self.budget, used=used))
+            used = size
         raise AssertionError("budget.used did not settle")  # pragma: no cover - digits converge
 
     def to_frame(self) -> pandas.DataFrame:

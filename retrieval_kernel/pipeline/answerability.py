@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from collections.abc import Callable, Mapping, Sequence, Set
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -304,9 +304,8 @@ class Judge:
         background = statistics.median(seen.values()) if seen else 0.0
         floor = min(seen.values()) if seen else 0.0  # a passage the dense pool did not reach is below its last
         out: dict[str, Signals] = {}
-        for stored in passages:
+        for stored, words in zip(passages, self._word_sets(passages, idf), strict=True):
             pid = stored.passage.id
-            words = _words(stored)
             cosine = cosines.get(pid, floor)
             out[pid] = Signals(
                 coverage=_share(idf, words),
@@ -318,6 +317,18 @@ class Judge:
                 unknown=unknown,
             )
         return out
+
+    def _word_sets(self, passages: Sequence[StoredPassage], terms: Iterable[str]) -> list[Set[str]]:
+        """What :func:`_words` says of each passage about ``terms`` (the features read nothing else).
+
+        The heading and body terms come from the lexical index's compiled form when it is at the
+        record store's high-water mark, so no passage text is analysed per query; otherwise (or
+        for a passage it does not hold) each passage is analysed as before.
+        """
+        held = self.lexical.held_terms(list(terms), [stored.passage.id for stored in passages])
+        if held is None:
+            return [_words(stored) for stored in passages]
+        return [found | _module_words(stored.passage.module) for found, stored in zip(held, passages, strict=True)]
 
     def _intro(self, stored: StoredPassage) -> float:
         """1.0 for a note's title section when the note has sections under that title."""
@@ -349,6 +360,11 @@ def _words(stored: StoredPassage) -> frozenset[str]:
     """The terms a passage offers: its text, its heading path and its note's name."""
     passage = stored.passage
     return _terms_of(" ".join([passage.text, *passage.heading_path, passage.module.replace("-", " ")]))
+
+
+def _module_words(module: str) -> frozenset[str]:
+    """The terms of a note's name (the one part of :func:`_words` the lexical index does not hold)."""
+    return _terms_of(module.replace("-", " "))
 
 
 @lru_cache(maxsize=8192)  # the same passages come back query after query: analyse each once

@@ -302,6 +302,8 @@ class DenseLane:
         self.projection.rebuild(self.host.records, (state.version if state else 0) + 1)
 
     def run(self, query: str, hidden: frozenset[str], stale: bool, pending: int) -> LaneRun:
+        go_offline()
+        import_chromadb_quickly()  # before the dense module imports chromadb
         from ..projections.dense import StaleCollectionError, score_basis
 
         host = self.host

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import RefreshBusyError, RefreshTimeoutError, StoreError
 from ..store.changefeed import ChangeFeed
-from ..store.indexing import LOCK_NAME, SyncReport, pending_stats, refresh_lock, sync_notes
+from ..store.indexing import LOCK_NAME, SyncReport, pending_stats, pending_stats_of, refresh_lock, sync_notes
 from ..store.progress import Progress
 from ..store.records import RecordStore
 from ..store.refresh import (
@@ -60,19 +60,23 @@ class Upkeep:
     change_detection: str  # "notify" (OS change notifications, walk only after one) or "walk" (stat every note)
     _feed: ChangeFeed | None = None
     _feed_opened = False
-    _feed_clean = False  # the last walk found nothing pending and the feed has heard nothing since
+    # The notes that may differ from the store: none after a walk found none, then whatever the change
+    # feed names; None (walk) until the first walk and whenever the feed cannot name every change.
+    _suspects: frozenset[str] | None = None
+    _named = False  # the last check read the suspects' stats only (no walk), so a refresh may sync only them
 
     def deadline(self) -> float | None:
         return self.policy.deadline()
 
-    def index(self, wait: bool = True, timeout: float | None = None) -> SyncReport:
+    def index(self, wait: bool = True, timeout: float | None = None, only: frozenset[str] | None = None) -> SyncReport:
         """Bring the record store and every projection up to date (incrementally).
 
         Holds the store's refresh lock; with ``wait=False`` a lock held elsewhere raises
         ``RefreshBusyError``. Past ``timeout`` (default: the policy's; none unless set) it raises
         ``RefreshTimeoutError`` (every note finished so far is kept; projections keep their last good version).
         A dense-lane failure does not stop indexing: it is kept in ``lane_errors`` and
-        the packet reports the lane ``unavailable``.
+        the packet reports the lane ``unavailable``. ``only`` syncs those notes (paths relative to
+        the folder) instead of walking it: what the change feed named.
         """
         limit = timeout if timeout is not None else self.policy.timeout
         deadline = None if limit is None else time.monotonic() + limit
@@ -80,7 +84,13 @@ class Upkeep:
         with refresh_lock(self.store_dir, wait=wait):
             try:
                 report = sync_notes(
-                    self.notes_dir, self.records, self.max_passage_chars, deadline, self.index_clock, self.progress
+                    self.notes_dir,
+                    self.records,
+                    self.max_passage_chars,
+                    deadline,
+                    self.index_clock,
+                    self.progress,
+                    only,
                 )
                 lexical.sync(self.records, deadline)
                 if "dense" in self.lanes:
@@ -105,14 +115,14 @@ class Upkeep:
         )
         return report
 
-    def refresh(self, wait: bool = False) -> RefreshOutcome:
+    def refresh(self, wait: bool = False, only: frozenset[str] | None = None) -> RefreshOutcome:
         """Like :meth:`index`, but never raises: a failure keeps the last good projections and says so.
 
         ``wait=False`` (what queries use) answers ``refreshing`` at once when another
         process or thread is publishing a refresh.
         """
         try:
-            report = self.index(wait=wait, timeout=self.policy.timeout or QUERY_REFRESH_TIMEOUT)
+            report = self.index(wait=wait, timeout=self.policy.timeout or QUERY_REFRESH_TIMEOUT, only=only)
         except RefreshBusyError as exc:
             return RefreshOutcome(REFRESHING, None, f"{exc}; answering from the last good index", self._pending())
         except (StoreError, OSError) as exc:
@@ -144,7 +154,7 @@ class Upkeep:
         if self._debounce.waiting(tuple(changes)):
             return self._stale(pending)
         if pending or self._behind() or (retry_failed_lanes and "dense" in self.lane_errors):
-            return self.refresh()
+            return self.refresh(only=self._suspects if self._named else None)
         return self.observe(pending=0)
 
     def observe(self, pending: int | None = None) -> RefreshOutcome:
@@ -178,17 +188,21 @@ class Upkeep:
         return len(self._pending_stats())
 
     def _pending_stats(self) -> list[tuple[str, int, int]]:
-        """The notes changed on disk: a stat walk, skipped while the change feed has heard of no change."""
+        """The notes changed on disk: a stat of the files the change feed named since the last look
+        (none: nothing to do), or a stat walk when there is no feed or it cannot name them."""
         feed = self._change_feed()
-        if feed is not None and feed.changed():
-            self._feed_clean = False  # drained before the walk: the walk sees everything these events were about
-        elif feed is not None and self._feed_clean:
-            return []
+        if feed is not None:
+            named = feed.changes()  # drained before the stats: they see everything these events were about
+            self._suspects = None if named is None or self._suspects is None else self._suspects | named
+        self._named = self._suspects is not None
         try:
-            changes = pending_stats(self.notes_dir, self.records)
+            if self._suspects is None:
+                changes = pending_stats(self.notes_dir, self.records)
+            else:
+                changes = pending_stats_of(self.notes_dir, self.records, self._suspects) if self._suspects else []
         except OSError:
             return []
-        self._feed_clean = feed is not None and not changes
+        self._suspects = frozenset(path for path, _, _ in changes) if feed is not None else None
         return changes
 
     def _change_feed(self) -> ChangeFeed | None:
@@ -206,7 +220,7 @@ class Upkeep:
     def close_change_feed(self) -> None:
         if self._feed is not None:
             self._feed.close()
-        self._feed, self._feed_opened, self._feed_clean = None, False, False
+        self._feed, self._feed_opened, self._suspects = None, False, None
 
     def _projected_lanes(self) -> list[str]:
         return [lane for lane in PROJECTED_LANES if lane in self.lanes]

@@ -284,6 +284,22 @@ class CompiledLexicon:
         docnum = self._by_id.get(passage_id)
         return [] if docnum is None else [docnum]
 
+    def held(self, terms: Sequence[str], passage_ids: Sequence[str]) -> list[set[str]] | None:
+        """Which of ``terms`` each passage holds in its heading or body (``None``: one is not live here)."""
+        rows = [self._docnums_of(pid) for pid in passage_ids]
+        if not all(row and self.live[row[0]] for row in rows):
+            return None
+        docnums = np.asarray([row[0] for row in rows], dtype=np.int64)
+        found: list[set[str]] = [set() for _ in passage_ids]
+        mask = np.zeros(self.size, dtype=bool)
+        for term in dict.fromkeys(terms):
+            mask[:] = False
+            for name in FIELDS:
+                mask[self.postings(name, term)[0]] = True
+            for index in np.flatnonzero(mask[docnums]).tolist():
+                found[index].add(term)
+        return found
+
     def top(self, scores: np.ndarray, limit: int) -> list[int]:
         """The ``limit`` best passages with a positive score; equal scores (to 1e-9) by passage id."""
         matched = np.flatnonzero(scores > 0)

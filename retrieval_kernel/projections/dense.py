@@ -21,6 +21,9 @@ Chroma, never note text.
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import re
 import shutil
 import sqlite3
@@ -46,6 +49,7 @@ from .exact import ExactVectors
 NAME = "dense"
 FOLDER = "dense"
 CACHE_NAME = "embeddings.sqlite3"
+EXACT_SNAPSHOT = "exact-vectors.npz"  # beside the cache: the exact-search vectors as last read from Chroma
 COLLECTION_PREFIX = "passages_v"
 DENSE_FORMAT = 1  # the collection layout (ids, metadata keys, cosine space); raising it rebuilds old collections
 SERVER_WRITE_BATCH = 1_000  # vectors per HTTP write: each stays well inside the request timeout
@@ -361,18 +365,59 @@ class DenseProjection:
         ]
 
     def _exact_matrix(self, state: ProjectionState, collection: Any) -> ExactVectors | None:
-        """The collection's vectors in memory: read once per state, carried over in place by :meth:`sync`."""
+        """The collection's vectors in memory: read once per state, carried over in place by :meth:`sync`.
+
+        Embedded, what a read from Chroma gave is also kept in :data:`EXACT_SNAPSHOT` (tagged with
+        the state and the collection), so a new process at the same state loads it instead of
+        reading every vector back from Chroma (a second of a first query at 10,000 passages).
+        """
         key = (state, str(collection.id))
         if self._exact is not None and self._exact[0] == key:
             return self._exact[1]
-        count = self._on(collection, "count vectors", lambda c: c.count())
-        if count > EXACT_SEARCH_LIMIT:
-            return None
-        ids, paths, rows = self._all_vectors(collection, count)
-        dimension = self.function.embedder.dimension
-        exact = ExactVectors(ids, paths, np.asarray(rows, dtype="float32").reshape(len(ids), dimension))
+        exact = self._load_exact(key)
+        if exact is None:
+            count = self._on(collection, "count vectors", lambda c: c.count())
+            if count > EXACT_SEARCH_LIMIT:
+                return None
+            ids, paths, rows = self._all_vectors(collection, count)
+            dimension = self.function.embedder.dimension
+            exact = ExactVectors(ids, paths, np.asarray(rows, dtype="float32").reshape(len(ids), dimension))
+            self._save_exact(key, exact)
         self._exact = (key, exact)
         return exact
+
+    def _exact_tag(self, key: tuple[ProjectionState, str]) -> str:
+        state, collection_id = key
+        return json.dumps([self.store_id, collection_id, state.version, state.high_water, state.built_at])
+
+    def _load_exact(self, key: tuple[ProjectionState, str]) -> ExactVectors | None:
+        """The snapshot of the vectors read at ``key`` (``None``: none, another state's, or unreadable)."""
+        path = self._exact_path
+        if not self.chroma.embedded or not path.exists():
+            return None
+        try:
+            with np.load(path, allow_pickle=False) as stored:
+                meta = json.loads(stored["meta"].tobytes().decode())
+                if meta.get("tag") != self._exact_tag(key):
+                    return None
+                return ExactVectors(meta["ids"], meta["paths"], stored["matrix"])
+        except (OSError, ValueError, KeyError, TypeError):  # damaged: read from Chroma again
+            return None
+
+    def _save_exact(self, key: tuple[ProjectionState, str], exact: ExactVectors) -> None:
+        """Keep the vectors just read from Chroma for the next process (not when the store is read-only)."""
+        if not self.chroma.embedded:
+            return
+        meta = {"tag": self._exact_tag(key), "ids": exact.ids, "paths": exact.paths}
+        partial_path = self._exact_path.with_name(f".{EXACT_SNAPSHOT}.partial")
+        with contextlib.suppress(OSError):
+            with open(partial_path, "wb") as handle:
+                np.savez(handle, meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), matrix=exact.matrix)
+            os.replace(partial_path, self._exact_path)
+
+    @property
+    def _exact_path(self) -> Path:
+        return self._cache_path.with_name(EXACT_SNAPSHOT)
 
     def _all_vectors(self, collection: Any, count: int) -> tuple[list[str], list[str], list[Any]]:
         """Every id, note path and vector, in pages of READ_PAGE (embedded too: one read of every

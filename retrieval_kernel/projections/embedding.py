@@ -18,6 +18,7 @@ functions, so ``%load_ext retrieval_kernel`` stays fast.
 from __future__ import annotations
 
 import contextlib
+import copy
 import hashlib
 import io
 import os
@@ -177,16 +178,47 @@ class OnnxEmbedder:
         return pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
 
 
+_LOADED_ONNX: dict[Path | None, OnnxEmbedder] = {}  # sessions, tokenizer and pool: loaded once per process
+_LOADING = threading.Lock()
+
+
 def load_embedder(kind: str = DEFAULT_EMBEDDER, cache_dir: Path | None = None) -> Embedder:
-    """An embedder by name (``onnx-int8`` or ``torch``); ``LaneUnavailableError`` if it cannot load."""
+    """An embedder by name (``onnx-int8`` or ``torch``); ``LaneUnavailableError`` if it cannot load.
+
+    The ONNX model is loaded once per process (:func:`warm_up` loads it in the background at
+    ``%load_ext``); each call gets its own embedder object over those thread-safe sessions.
+    """
     if kind not in EMBEDDERS:
         raise LaneUnavailableError(f"unknown embedder {kind!r}; choose one of {list(EMBEDDERS)}")
     try:
-        return OnnxEmbedder(cache_dir) if kind == "onnx-int8" else TorchEmbedder()
+        if kind != "onnx-int8":
+            return TorchEmbedder()
+        with _LOADING:  # a second caller waits for the first load instead of repeating it
+            if cache_dir not in _LOADED_ONNX:
+                _LOADED_ONNX[cache_dir] = OnnxEmbedder(cache_dir)
+            return copy.copy(_LOADED_ONNX[cache_dir])
     except LaneUnavailableError:
         raise
     except Exception as exc:  # an import, file or runtime failure: the lane is unavailable, say why
         raise LaneUnavailableError(f"cannot load the {kind} embedder: {type(exc).__name__}: {exc}") from exc
+
+
+def warm_up() -> None:
+    """Import Chroma and load the default embedder, so a first dense query does not (errors are left
+    for that query to report)."""
+    with contextlib.suppress(Exception):
+        go_offline()
+        import_chromadb_quickly()
+        from . import dense  # noqa: F401  # chromadb's modules and our embedding function
+
+        load_embedder(DEFAULT_EMBEDDER)
+
+
+def warm_up_in_background() -> threading.Thread:
+    """Start :func:`warm_up` on a daemon thread (what ``%load_ext`` does: it returns at once)."""
+    thread = threading.Thread(target=warm_up, name="retrieval-kernel-warm-up", daemon=True)
+    thread.start()
+    return thread
 
 
 # ---------------------------------------------------------------- the int8 ONNX model

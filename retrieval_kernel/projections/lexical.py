@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import shutil
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -373,6 +374,26 @@ class LexicalProjection:
         except Exception:  # unreadable: reported by search and by problem()
             self.close()
             return 0
+
+    def held_terms(self, terms: Sequence[str], passage_ids: Sequence[str]) -> list[set[str]] | None:
+        """Which of ``terms`` each passage holds in its heading or body, read from the compiled form.
+
+        The same terms analysing the passage's heading path and text gives, without analysing
+        them again; ``None`` when the form is not at the record store's high-water mark (its
+        passages may differ from the store's) or cannot be read, so the caller analyses instead.
+        """
+        if self.records is None:
+            return None
+        try:
+            if self._serving_version() is None:
+                return None
+            compiled = self._compiled_form()
+            if compiled.high_water != self.records.high_water():
+                return None
+            return compiled.held(terms, passage_ids)
+        except Exception:  # unreadable: reported by search and by problem()
+            self.close()
+            return None
 
     def _open(self) -> Any:
         if self._index is None:

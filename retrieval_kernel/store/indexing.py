@@ -15,12 +15,22 @@ import hashlib
 import itertools
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from stat import S_ISREG
 
-from ..corpus.notes import DEFAULT_MAX_PASSAGE_CHARS, Note, default_module, discover_notes, note_from_bytes, scan_notes
+from ..corpus.notes import (
+    DEFAULT_MAX_PASSAGE_CHARS,
+    NOTE_SUFFIXES,
+    Note,
+    NoteScan,
+    default_module,
+    discover_notes,
+    note_from_bytes,
+    scan_notes,
+)
 from ..errors import NoteError, RefreshBusyError, StoreError
 from .progress import SILENT, Progress
 from .records import RecordStore, StoredDocument, check_deadline, utc_now
@@ -88,26 +98,33 @@ def sync_notes(
     deadline: float | None = None,
     now: Callable[[], str] = utc_now,
     progress: Progress = SILENT,
+    only: Collection[str] | None = None,
 ) -> SyncReport:
     """Add, update and tombstone documents so the store matches ``notes_root``.
 
     Each note is committed on its own (with its change-log entry), so a refresh cut
     short by ``deadline`` or a kill keeps every note it finished and redoes the rest.
     ``now`` is the index clock (ISO 8601 UTC); a fixed one makes index times reproducible.
-    ``progress`` shows a bar while many notes are read.
+    ``progress`` shows a bar while many notes are read. ``only`` (paths relative to the
+    root, e.g. the files a change feed named) checks those files instead of walking the
+    folder: every other note is taken as unchanged, and ``unchanged`` counts only these.
     """
-    stored = records.documents()
+    stored = records.documents() if only is None else records.documents(only)
     added: list[str] = []
     updated: list[str] = []
     problems: list[Problem] = []
-    scan = scan_notes(notes_root)
+    standing = standing_warnings(records)
+    before = standing.to_json()
+    if only is None:
+        scan = scan_notes(notes_root)
+        standing.folder = list(scan.skipped)
+        modules = {doc.module: doc.path for doc in stored.values()}
+    else:
+        scan = NoteScan(tuple(notes_root / rel for rel in sorted(only) if note_stat(notes_root, rel)), ())
+        modules = records.modules()
     warnings: list[str] = list(scan.skipped)
     unchanged = 0
     seen: set[str] = set()
-    modules = {doc.module: doc.path for doc in stored.values()}
-    standing = standing_warnings(records)
-    before = standing.to_json()
-    standing.folder = list(scan.skipped)
     to_read = []
     for path in scan.paths:
         rel = path.relative_to(notes_root).as_posix()
@@ -144,7 +161,7 @@ def sync_notes(
     deleted = sorted(set(stored) - seen)
     for rel in deleted:
         records.delete(rel, now())
-    standing.keep_only(seen)
+    standing.keep_only(seen if only is None else standing.paths() - set(deleted))
     if standing.to_json() != before:
         records.set_meta(STANDING_KEY, standing.to_json())
     return SyncReport(tuple(added), tuple(updated), tuple(deleted), unchanged, tuple(problems), tuple(warnings))
@@ -163,6 +180,9 @@ class StandingWarnings:
     folder: list[str] = field(default_factory=list)
     problems: dict[str, list[str]] = field(default_factory=dict)
     notes: dict[str, list[str]] = field(default_factory=dict)
+
+    def paths(self) -> set[str]:
+        return set(self.problems) | set(self.notes)
 
     def keep_only(self, paths: set[str]) -> None:
         self.problems = {path: texts for path, texts in self.problems.items() if texts and path in paths}
@@ -208,6 +228,35 @@ def pending_stats(notes_root: Path, records: RecordStore) -> list[tuple[str, int
         if path not in stored or not _same_stat(stored[path], stat)
     ]
     return sorted([*changed, *((path, -1, -1) for path in set(stored) - set(on_disk))])
+
+
+def pending_stats_of(notes_root: Path, records: RecordStore, paths: Collection[str]) -> list[tuple[str, int, int]]:
+    """What :func:`pending_stats` says of ``paths`` alone (relative to the root): a stat of each, no walk."""
+    stored = records.documents(paths)
+    changed = []
+    for rel in sorted(paths):
+        stat, previous = note_stat(notes_root, rel), stored.get(rel)
+        if stat is None:
+            if previous is not None:
+                changed.append((rel, -1, -1))
+        elif previous is None or not _same_stat(previous, stat):
+            changed.append((rel, stat.st_size, stat.st_mtime_ns))
+    return changed
+
+
+def note_stat(notes_root: Path, rel: str) -> os.stat_result | None:
+    """The stat of the file at ``rel`` if the walk would take it for a note (``None``: it would not)."""
+    parts = rel.split("/")
+    if any(part.startswith(".") for part in parts) or Path(parts[-1]).suffix.lower() not in NOTE_SUFFIXES:
+        return None
+    path = notes_root / rel
+    try:
+        if path.is_symlink():
+            return None  # the change feed stops naming files once links exist: a walk judges them
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat if S_ISREG(stat.st_mode) else None
 
 
 def _same_stat(document: StoredDocument, stat: os.stat_result) -> bool:

@@ -145,6 +145,7 @@ class RecordStore:
         # passages by id with their (path, ordinal), valid while the change log ends at _cached_at
         self._cached: dict[str, tuple[tuple[str, int], StoredPassage]] = {}
         self._cached_at = -1
+        self._parsed_documents: dict[tuple[Any, ...], StoredDocument] = {}  # by their whole row
         try:
             store_dir.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
@@ -238,13 +239,32 @@ class RecordStore:
 
     # ------------------------------------------------------------ documents
 
-    def documents(self) -> dict[str, StoredDocument]:
-        """Every live document, keyed by path."""
-        rows = self._db.execute(
-            "SELECT path, module, title, sha256, size, mtime_ns, metadata, observed_at, revision, indexed_at, facts "
-            "FROM documents WHERE deleted = 0 ORDER BY path"
-        )
-        return {row[0]: _document(row) for row in rows}
+    def documents(self, paths: Iterable[str] | None = None) -> dict[str, StoredDocument]:
+        """Every live document (or those at ``paths``), keyed by path.
+
+        A row read before, unchanged, gives the same parsed document (its JSON is not decoded again).
+        """
+        columns = "path, module, title, sha256, size, mtime_ns, metadata, observed_at, revision, indexed_at, facts"
+        if paths is None:
+            rows = self._db.execute(f"SELECT {columns} FROM documents WHERE deleted = 0 ORDER BY path").fetchall()
+        else:
+            wanted = sorted(set(paths))
+            rows = []
+            for start in range(0, len(wanted), 500):
+                batch = tuple(wanted[start : start + 500])
+                marks = ",".join("?" * len(batch))
+                query = f"SELECT {columns} FROM documents WHERE deleted = 0 AND path IN ({marks}) ORDER BY path"
+                rows.extend(self._db.execute(query, batch).fetchall())
+        parsed = {row: self._parsed_documents.get(row) or _document(row) for row in rows}
+        if paths is None:
+            self._parsed_documents = parsed  # bounded by the live documents
+        else:
+            self._parsed_documents.update(parsed)
+        return {row[0]: document for row, document in parsed.items()}
+
+    def modules(self) -> dict[str, str]:
+        """Each live document's module (its id) mapped to its path."""
+        return dict(self._db.execute("SELECT module, path FROM documents WHERE deleted = 0 ORDER BY path").fetchall())
 
     def upsert(self, note: Note, size: int, mtime_ns: int, indexed_at: str) -> int:
         """Store a new or changed note with its passages; return the change ``seq``."""
