@@ -792,3 +792,27 @@ def test_a_note_sharing_a_fact_brings_only_the_passage_that_states_it(build: Bui
     packet = ws.query("how often is the gearbox oil changed", as_of=AS_OF)
     assert intervals in ids(packet)
     assert canteen not in ids(packet)
+
+
+def test_a_superseded_note_set_aside_before_the_pool_still_shows_its_supersession(build: Build) -> None:
+    old = md(
+        "Hydrant records",
+        "Crews record every new hydrant they install in the GIS, the hydrant register of record.",
+        status="superseded",
+        superseded_by=["cmms.md"],
+    )
+    new = md(
+        "Asset registry",
+        "Asset records now live in the maintenance system. The finance register and the drawings follow it. "
+        "Field teams update it from tablets after each job; crews get read access.",
+        supersedes=["gis.md"],
+    )
+    fillers = {
+        f"shift-{n}.md": md(f"Shift {n}", f"Crews record each new hydrant they install on shift {n} in the shift log.")
+        for n in range(10)
+    }
+    ws = build({"gis.md": old, "cmms.md": new, **fillers})  # ten current notes fill the conflict window first
+    packet = ws.query("Where do crews record a new hydrant they install?", as_of=AS_OF)
+    assert fused(ws, packet)[-1] == lead(ws, "gis.md")  # set aside: never current, ranked after the pool
+    supersessions = [c for c in packet.to_dict()["conflicts"] if c["proposition"] == "supersession"]
+    assert [c["resolution"] for c in supersessions] == [f"superseded({lead(ws, 'gis.md')}, by=e8)"]

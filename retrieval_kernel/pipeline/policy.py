@@ -102,6 +102,7 @@ def select(
             eligible.append(candidate)
         else:
             excluded.append(Exclusion(candidate, code, detail))
+    in_play |= _set_aside_in_play(candidates, eligible[: max(top, CONFLICT_WINDOW)], judged)
     conflicts = mark_blocking(find_conflicts(in_play, eligible, excluded, standing), eligible, judged, query)
     blocking = {side.path for conflict in conflicts if conflict.blocking for side in conflict.sides}
     answering = _answering(eligible, judged, blocking)
@@ -128,6 +129,16 @@ def select(
     elif not admitted and any(e.code in VALIDITY_CODES and judged.answers(e.candidate) for e in excluded):
         reach = FILTERED_BY_VALIDITY
     return Selection(tuple(admitted), history, tuple(excluded), tuple(conflicts), counts, reach)
+
+
+def _set_aside_in_play(candidates: Sequence[Candidate], window: Sequence[Candidate], judged: Judgement) -> set[str]:
+    """The notes of never-current candidates (set aside before the pool, ranked after it) that answer at
+    least as well as the conflict window's weakest eligible candidate: they would have been in the window,
+    so the conflicts they take part in (an old decision and the one that superseded it) are reported."""
+    if not judged.judged or not window:
+        return set()
+    weakest = min(judged.of(c.pulled_in_for or c.id) or 0.0 for c in window)
+    return {c.path for c in candidates if c.set_aside and (judged.of(c.id) or 0.0) >= max(weakest, judged.floor)}
 
 
 def _out_of_reach(
