@@ -166,6 +166,31 @@ def test_the_onnx_embedder_is_loaded_once_per_process_and_warmed_up_in_the_backg
     np.testing.assert_allclose(first.embed(TEXTS), OnnxEmbedder(workers=1).embed(TEXTS), atol=0)
 
 
+RACE = """
+import sys
+from retrieval_kernel.projections.embedding import warm_up_in_background
+from retrieval_kernel.pipeline.lanes import DenseLane
+warm_up_in_background()  # what %load_ext starts; the first %context imports the dense module at once
+from retrieval_kernel.projections.embedding import CHROMA_IMPORT, import_chromadb_quickly
+with CHROMA_IMPORT:
+    import_chromadb_quickly()
+    from retrieval_kernel.projections.dense import DenseProjection
+print("imported", DenseProjection.__name__)
+"""
+
+
+@pytest.mark.parametrize("attempt", range(3))
+def test_a_first_dense_query_during_the_background_warm_up_imports_chromadb_whole(attempt: int) -> None:
+    """A fresh interpreter: chromadb half-imported by the warm-up thread must not be met by the query's
+    import (it failed with "partially initialized module 'chromadb.utils.embedding_functions'")."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", RACE], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "imported DenseProjection"
+
+
 # ---------------------------------------------------------------- one shared, read-only topic workspace
 
 

@@ -22,7 +22,7 @@ from ..errors import LaneUnavailableError, StoreError
 from ..output.packet import LaneReport
 from ..projections import lexical
 from ..projections.chroma_client import ChromaSettings, EmbeddedStoreUnreadableError
-from ..projections.embedding import go_offline, import_chromadb_quickly
+from ..projections.embedding import CHROMA_IMPORT, go_offline, import_chromadb_quickly
 from ..store.indexing import refresh_lock
 from ..store.progress import Progress
 from ..store.records import RecordStore
@@ -259,8 +259,9 @@ class DenseLane:
         if self._projection is None:
             go_offline()  # before chromadb is imported: no telemetry, no hub downloads
             try:
-                import_chromadb_quickly()
-                from ..projections.dense import DenseProjection
+                with CHROMA_IMPORT:  # not beside the %load_ext warm-up's import
+                    import_chromadb_quickly()
+                    from ..projections.dense import DenseProjection
             except ImportError as exc:
                 raise LaneUnavailableError(f"the dense lane needs chromadb: pip install chromadb ({exc})") from exc
             identity_of_store = self.host.records.store_identity()
@@ -303,8 +304,9 @@ class DenseLane:
 
     def run(self, query: str, hidden: frozenset[str], stale: bool, pending: int) -> LaneRun:
         go_offline()
-        import_chromadb_quickly()  # before the dense module imports chromadb
-        from ..projections.dense import StaleCollectionError, score_basis
+        with CHROMA_IMPORT:  # not beside the %load_ext warm-up's import
+            import_chromadb_quickly()  # before the dense module imports chromadb
+            from ..projections.dense import StaleCollectionError, score_basis
 
         host = self.host
         basis = score_basis(f"all-MiniLM-L6-v2:{self.embedder}")

@@ -57,6 +57,11 @@ def go_offline() -> None:
         os.environ.setdefault(name, value)
 
 
+# chromadb's modules import one another in cycles: a second thread importing them while the first is
+# half-way through (the %load_ext warm-up and a first %context) meets a half-initialised module and fails.
+CHROMA_IMPORT = threading.RLock()
+
+
 def import_chromadb_quickly() -> None:
     """Import chromadb without jsonschema compiling its optional IRI grammars.
 
@@ -67,13 +72,16 @@ def import_chromadb_quickly() -> None:
     in this process jsonschema then skips the ``iri`` / ``iri-reference`` format checks (it
     checks no formats unless asked to). Imported already, nothing changes.
     """
-    if "chromadb" in sys.modules or "jsonschema" in sys.modules or "rfc3987_syntax" in sys.modules:
-        return
-    sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # makes its import raise ImportError
-    try:
-        import chromadb  # noqa: F401
-    finally:
-        del sys.modules["rfc3987_syntax"]
+    with CHROMA_IMPORT:  # a chromadb another thread is importing is in sys.modules before it is complete
+        if "chromadb" in sys.modules or "jsonschema" in sys.modules or "rfc3987_syntax" in sys.modules:
+            import chromadb.utils.embedding_functions  # complete, under the lock
+
+            return
+        sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # makes its import raise ImportError
+        try:
+            import chromadb.utils.embedding_functions  # noqa: F401  # chromadb, and what the dense module needs
+        finally:
+            del sys.modules["rfc3987_syntax"]
 
 
 def model_dir() -> Path:
@@ -208,8 +216,9 @@ def warm_up() -> None:
     for that query to report)."""
     with contextlib.suppress(Exception):
         go_offline()
-        import_chromadb_quickly()
-        from . import dense  # noqa: F401  # chromadb's modules and our embedding function
+        with CHROMA_IMPORT:
+            import_chromadb_quickly()
+            from . import dense  # noqa: F401  # chromadb's modules and our embedding function
 
         load_embedder(DEFAULT_EMBEDDER)
 
