@@ -64,7 +64,7 @@ from .candidates import (
     effective_status,
 )
 from .conflicts import find_conflicts, mark_blocking, mentions, value_key
-from .validity import Standing, with_successors
+from .validity import Observations, Standing, with_successors
 
 NEAR_DUPLICATE_JACCARD = 0.8  # word-trigram overlap at which two passages say the same thing
 CONFLICT_WINDOW = 8  # conflicts are sought on the propositions of this many leading eligible candidates (or top)
@@ -81,7 +81,7 @@ def select(
     top: int,
     judgement: Judgement | None = None,
     query: str = "",
-    observed_of: Mapping[str, str | None] | None = None,
+    observations: Observations | None = None,
 ) -> Selection:
     """Apply steps 2-6 to in-scope ``candidates`` (fused order) for ``request``.
 
@@ -90,7 +90,7 @@ def select(
     only when the question is about its proposition (see :func:`_about`).
     """
     judged = judgement or Judgement.unjudged()
-    standing = Standing(request.as_of, links, facts_of, observed_of)
+    standing = Standing(request.as_of, links, facts_of, observations)
     eligible: list[Candidate] = []
     excluded: list[Exclusion] = []
     in_play: set[str] = set()  # notes ranked no lower than the CONFLICT_WINDOW-th (or top-th) eligible candidate

@@ -14,6 +14,7 @@ from ..store.records import RecordStore
 from ..store.refresh import RefreshOutcome
 from .answerability import Unseen
 from .candidates import visible
+from .validity import Observations
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,7 @@ class ScopeView:
     links: LinkGraph
     hidden_paths: frozenset[str] = frozenset()
     hidden_terms: Mapping[str, int] = field(default_factory=dict)  # term -> hidden passages holding it
-    observed: Mapping[str, str | None] = field(default_factory=dict)  # path -> source time, of the shown notes
+    observations: Observations = field(default_factory=Observations)  # the shown observation notes' series
 
     @property
     def unseen(self) -> Unseen:
@@ -51,7 +52,9 @@ class ScopeView:
             links,
             hidden_paths,
             dict(terms),
-            {path: doc.observed_at for path, doc in shown.items()},
+            Observations.of(
+                {path: doc.facts for path, doc in shown.items()}, {path: doc.observed_at for path, doc in shown.items()}
+            ),
         )
 
 

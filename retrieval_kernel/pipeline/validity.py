@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from ..corpus.facts import NoteFacts
 from ..corpus.links import Edge, LinkGraph
@@ -24,6 +25,27 @@ def series_of(facts: NoteFacts) -> frozenset[str] | None:
     return frozenset(re.sub(r"\d+", "#", key) for key in facts.asserts)
 
 
+@dataclass(frozen=True)
+class Observations:
+    """The observation notes (``record`` / ``report``) a caller can see: each one's source date and
+    series, and each series' members as ``(observed, path)``. Built once per scope view, not per query."""
+
+    series_of: Mapping[str, tuple[frozenset[str], str]] = field(default_factory=dict)  # path -> (series, date)
+    members: Mapping[frozenset[str], tuple[tuple[str, str], ...]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, facts_of: Mapping[str, NoteFacts], observed_of: Mapping[str, str | None]) -> Observations:
+        dated = {
+            path: (series, observed[:10])
+            for path, facts in facts_of.items()
+            if (series := series_of(facts)) is not None and (observed := observed_of.get(path) or "")
+        }
+        members: dict[frozenset[str], list[tuple[str, str]]] = {}
+        for path, (series, observed) in dated.items():
+            members.setdefault(series, []).append((observed, path))
+        return cls(dated, {series: tuple(found) for series, found in members.items()})
+
+
 class Standing:
     """Each note's standing as of the clock: admissible, or excluded with a reason."""
 
@@ -32,14 +54,13 @@ class Standing:
         as_of: dt.date,
         links: LinkGraph,
         facts_of: Mapping[str, NoteFacts],
-        observed_of: Mapping[str, str | None] | None = None,
+        observations: Observations | None = None,
     ) -> None:
         self.as_of = as_of.isoformat()
         self.links = links
         self.facts_of = facts_of
-        self.observed_of = observed_of or {}
+        self.observations = observations or Observations()
         self._cache: dict[str, tuple[str | None, str]] = {}
-        self._series: dict[frozenset[str], list[tuple[str, str]]] | None = None
 
     def of(self, path: str) -> tuple[str | None, str]:
         if path not in self._cache:
@@ -74,25 +95,15 @@ class Standing:
     def later_observation(self, path: str) -> tuple[str, str] | None:
         """``(observed, path)`` of the latest note of ``path``'s series observed after it, by the clock, and
         valid now (a daily stock report is replaced by the next day's)."""
-        series = series_of(self.facts_of.get(path, NoteFacts()))
-        observed = (self.observed_of.get(path) or "")[:10]
-        if series is None or not observed:
+        if path not in self.observations.series_of:
             return None
+        series, observed = self.observations.series_of[path]
         later = [
             (when, other)
-            for when, other in self._series_index().get(series, [])
+            for when, other in self.observations.members[series]
             if observed < when <= self.as_of and other != path and self.in_window(other)[0] is None
         ]
         return max(later) if later else None
-
-    def _series_index(self) -> dict[frozenset[str], list[tuple[str, str]]]:
-        if self._series is None:
-            self._series = {}
-            for path, facts in self.facts_of.items():
-                series, observed = series_of(facts), (self.observed_of.get(path) or "")[:10]
-                if series is not None and observed:
-                    self._series.setdefault(series, []).append((observed, path))
-        return self._series
 
     def heirs(self, path: str) -> list[str]:
         """The admissible notes at the end of ``path``'s supersession chains (A → B → C gives C)."""

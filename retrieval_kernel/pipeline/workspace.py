@@ -311,7 +311,7 @@ class Workspace(Upkeep):
             top,
             decided,
             query,
-            view.observed,
+            view.observations,
         )
         stages.start("live")
         live = apply_live(selection.admitted, self.live_checks if live_checks is None else tuple(live_checks))
