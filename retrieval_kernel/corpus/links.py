@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import posixpath
 import re
+from bisect import insort
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from .facts import NoteFacts
 
@@ -59,27 +62,86 @@ class LinkGraph:
 
 def build_links(notes: Iterable[NoteRef]) -> LinkGraph:
     """Resolve every note's supersession references against the whole collection."""
-    by_path = {note.path: note for note in sorted(notes, key=lambda n: n.path)}
-    resolver = _Resolver(by_path)
-    edges: dict[tuple[str, str], Edge] = {}
-    requires: dict[str, tuple[str, ...]] = {}
-    for note in by_path.values():
-        facts = note.facts
-        for amending, later, earlier in (
-            (False, facts.superseded_by, facts.supersedes),
-            (True, facts.amended_by, facts.amends),
-        ):
-            for ref in later:
-                for target in resolver.resolve(note.path, ref):
-                    edges.setdefault((note.path, target), Edge(note.path, target, note.path, partial=amending))
-            for ref in earlier:
-                revision = _revision_of(ref)
-                for target in resolver.resolve(note.path, ref):
-                    edges.setdefault((target, note.path), Edge(target, note.path, note.path, revision, amending))
-        needed = [target for ref in facts.requires for target in resolver.resolve(note.path, ref)]
-        if needed:
-            requires[note.path] = tuple(dict.fromkeys(needed))
-    ordered = tuple(sorted(edges.values(), key=lambda e: (e.old, e.new)))
+    return LinkIndex(sorted(notes, key=lambda n: n.path)).links()
+
+
+class LinkIndex:
+    """The notes references resolve against, by every name a reference may use, kept up to date note
+    by note (:meth:`put`, :meth:`drop`): after a one-note edit only the references are resolved again.
+
+    Each name's paths stay in path order, as a build from all notes in path order lists them.
+    """
+
+    def __init__(self, notes: Iterable[NoteRef] = ()) -> None:
+        self.notes: dict[str, NoteRef] = {}
+        self.by_lower_path: dict[str, list[str]] = {}
+        self.by_name: dict[str, list[str]] = {}
+        self.by_number: dict[tuple[str, int], list[str]] = {}
+        self.by_bare_number: dict[int, list[str]] = {}
+        self.prefixes: Counter[str] = Counter()  # prefix -> record keys with it
+        self.referring: set[str] = set()  # the notes that state a reference
+        for note in notes:
+            self.put(note)
+
+    def put(self, note: NoteRef) -> None:
+        """Add ``note`` (replacing the note at its path, if any)."""
+        self.drop(note.path)
+        self.notes[note.path] = note
+        _insert(self.by_lower_path, note.path.lower(), note.path)
+        for name in _names(note):
+            _insert(self.by_name, name, note.path)
+        key = _record_key(posixpath.basename(note.path))
+        if key is not None:
+            if key not in self.by_number:
+                self.prefixes[key[0]] += 1
+            _insert(self.by_number, key, note.path)
+            _insert(self.by_bare_number, key[1], note.path)
+        if _refers(note.facts):
+            self.referring.add(note.path)
+
+    def drop(self, path: str) -> None:
+        """Remove the note at ``path`` (nothing when there is none)."""
+        note = self.notes.pop(path, None)
+        if note is None:
+            return
+        _remove(self.by_lower_path, path.lower(), path)
+        for name in set(_names(note)):
+            _remove(self.by_name, name, path)
+        key = _record_key(posixpath.basename(path))
+        if key is not None:
+            _remove(self.by_number, key, path)
+            _remove(self.by_bare_number, key[1], path)
+            if key not in self.by_number:
+                self.prefixes[key[0]] -= 1
+                if not self.prefixes[key[0]]:
+                    del self.prefixes[key[0]]
+        self.referring.discard(path)
+
+    def links(self) -> LinkGraph:
+        """Every note's references resolved against the notes held now."""
+        resolver = _Resolver(self)
+        edges: dict[tuple[str, str], Edge] = {}
+        requires: dict[str, tuple[str, ...]] = {}
+        for path in sorted(self.referring):  # the first note (by path) to state an edge declares it
+            facts = self.notes[path].facts
+            for amending, later, earlier in (
+                (False, facts.superseded_by, facts.supersedes),
+                (True, facts.amended_by, facts.amends),
+            ):
+                for ref in later:
+                    for target in resolver.resolve(path, ref):
+                        edges.setdefault((path, target), Edge(path, target, path, partial=amending))
+                for ref in earlier:
+                    revision = _revision_of(ref)
+                    for target in resolver.resolve(path, ref):
+                        edges.setdefault((target, path), Edge(target, path, path, revision, amending))
+            needed = [target for ref in facts.requires for target in resolver.resolve(path, ref)]
+            if needed:
+                requires[path] = tuple(dict.fromkeys(needed))
+        return _graph(tuple(sorted(edges.values(), key=lambda e: (e.old, e.new))), resolver, requires)
+
+
+def _graph(ordered: tuple[Edge, ...], resolver: _Resolver, requires: dict[str, tuple[str, ...]]) -> LinkGraph:
     full = tuple(edge for edge in ordered if not edge.partial)
     partial = tuple(edge for edge in ordered if edge.partial)
     return LinkGraph(
@@ -92,6 +154,27 @@ def build_links(notes: Iterable[NoteRef]) -> LinkGraph:
         amended=_group(partial, lambda e: e.new),
         requires=requires,
     )
+
+
+def _names(note: NoteRef) -> list[str]:
+    """The lower-cased names a reference may call ``note`` by (a repeated one repeats, as the index lists it)."""
+    return [name.lower() for name in (note.module, *note.facts.aliases)]
+
+
+def _refers(facts: NoteFacts) -> bool:
+    return bool(facts.superseded_by or facts.supersedes or facts.amended_by or facts.amends or facts.requires)
+
+
+def _insert(index: dict[Any, list[str]], key: Any, path: str) -> None:
+    insort(index.setdefault(key, []), path)
+
+
+def _remove(index: dict[Any, list[str]], key: Any, path: str) -> None:
+    kept = [other for other in index.get(key, ()) if other != path]
+    if kept:
+        index[key] = kept
+    else:
+        index.pop(key, None)
 
 
 def _group(edges: tuple[Edge, ...], key: object) -> dict[str, tuple[Edge, ...]]:
@@ -107,20 +190,12 @@ def _revision_of(ref: str) -> str | None:
 
 
 class _Resolver:
-    def __init__(self, by_path: Mapping[str, NoteRef]) -> None:
-        self.by_path = by_path
-        self.by_lower_path = {path.lower(): path for path in by_path}
-        self.by_name: dict[str, list[str]] = {}
-        self.by_number: dict[tuple[str, int], list[str]] = {}
-        self.by_bare_number: dict[int, list[str]] = {}
-        for note in by_path.values():
-            for name in (note.module, *note.facts.aliases):
-                self.by_name.setdefault(name.lower(), []).append(note.path)
-            key = _record_key(posixpath.basename(note.path))
-            if key is not None:
-                self.by_number.setdefault(key, []).append(note.path)
-                self.by_bare_number.setdefault(key[1], []).append(note.path)
-        self.prefixes = {prefix for prefix, _ in self.by_number}
+    def __init__(self, index: LinkIndex) -> None:
+        self.by_lower_path = index.by_lower_path
+        self.by_name = index.by_name
+        self.by_number = index.by_number
+        self.by_bare_number = index.by_bare_number
+        self.prefixes = index.prefixes
         self.unresolved: list[tuple[str, str]] = []
         self.ambiguous: list[tuple[str, str, tuple[str, ...]]] = []
 
@@ -141,8 +216,8 @@ class _Resolver:
         if not _PATH_LIKE.search(name):
             return ()
         target = posixpath.normpath(posixpath.join(posixpath.dirname(source), name.split("#")[0]))
-        exact = self.by_lower_path.get(target.lower())
-        return (exact,) if exact else self._as_number(source, posixpath.basename(target))
+        same = self.by_lower_path.get(target.lower())  # paths equal but for case: the last one, by path
+        return (same[-1],) if same else self._as_number(source, posixpath.basename(target))
 
     def _as_number(self, source: str, name: str) -> tuple[str, ...]:
         key = _record_key(name)

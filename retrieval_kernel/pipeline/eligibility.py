@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
+from ..corpus.links import LinkGraph
 from ..store.records import RecordStore
 from .lanes import LEXICAL_MIN_SCORE, LaneRun
 from .scope import ScopeView
@@ -30,16 +31,48 @@ class Eligibility:
 
     ineligible: frozenset[str] = frozenset()  # passage ids
     codes: Mapping[str, str] | None = None  # note path -> the reason code (expired, draft, moved...)
+    by_note: Mapping[str, frozenset[str]] = field(default_factory=dict, repr=False)  # path -> its ineligible ids
 
     @classmethod
     def build(cls, records: RecordStore, view: ScopeView, as_of: dt.date) -> Eligibility:
         standing = Standing(as_of, view.links, view.facts)
         codes = {path: code for path in sorted(view.facts) if (code := standing.of(path)[0]) is not None}
-        return cls(records.passage_ids_of(codes), codes)
+        return cls._of(records, codes, {})
+
+    def patched(
+        self, records: RecordStore, old: ScopeView, new: ScopeView, changed: set[str], as_of: dt.date
+    ) -> Eligibility:
+        """This eligibility of ``old`` for ``new``, where the notes at ``changed`` differ: only the notes whose
+        standing they can move are decided again (what :meth:`build` of ``new`` gives)."""
+        affected = _affected(old.links, new.links, changed)
+        standing = Standing(as_of, new.links, new.facts)
+        codes = {path: code for path, code in (self.codes or {}).items() if path not in affected}
+        for path in affected & new.facts.keys():
+            if (code := standing.of(path)[0]) is not None:
+                codes[path] = code
+        kept = {path: ids for path, ids in self.by_note.items() if path not in affected}
+        return Eligibility._of(records, dict(sorted(codes.items())), kept)
+
+    @classmethod
+    def _of(cls, records: RecordStore, codes: dict[str, str], known: dict[str, frozenset[str]]) -> Eligibility:
+        """The eligibility with ``codes``; ``known``: the passage ids of some of those notes, still current."""
+        by_note = {**known, **records.passage_ids_of(path for path in codes if path not in known)}
+        return cls(frozenset().union(*by_note.values()), codes, by_note)
 
     def screen(self, hidden: frozenset[str]) -> frozenset[str]:
         """What the lanes drop: the caller's hidden passages and the ineligible ones."""
         return hidden | self.ineligible if self.ineligible else hidden
+
+
+def _affected(old: LinkGraph, new: LinkGraph, changed: set[str]) -> set[str]:
+    """The notes whose standing a change of the notes at ``changed`` can move: those notes, the notes
+    they supersede (before or after), and every note whose successors changed."""
+    affected = set(changed)
+    for graph in (old, new):
+        affected.update(edge.old for path in changed for edge in graph.predecessors.get(path, ()))
+    successors = old.successors.keys() | new.successors.keys()
+    affected.update(path for path in successors if old.successors.get(path) != new.successors.get(path))
+    return affected
 
 
 def split_runs(

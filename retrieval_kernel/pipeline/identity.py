@@ -9,6 +9,7 @@ path (with or without its suffix) or a content-hash prefix of at least
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,21 +55,58 @@ def resolve(query: str, records: RecordStore, limit: int) -> list[IdentityHit]:
     return list(unique.values())[:limit]
 
 
-_NAME_INDEXES: dict[Path, tuple[int, dict[str, list[tuple[str, str]]]]] = {}
+@dataclass(frozen=True)
+class _NameIndex:
+    """Lower-cased note names → [(path, kind)] in path order, at one change-log position."""
+
+    high_water: int
+    names: dict[str, list[tuple[str, str]]]
+    of_note: dict[str, dict[str, str]]  # path -> its names and their kinds
+
+    @classmethod
+    def build(cls, records: RecordStore, high_water: int) -> _NameIndex:
+        names: dict[str, list[tuple[str, str]]] = {}
+        of_note: dict[str, dict[str, str]] = {}
+        for document in records.documents().values():
+            of_note[document.path] = _document_names(document.path, document.module, document.metadata.get("aliases"))
+            for name, kind in of_note[document.path].items():
+                names.setdefault(name, []).append((document.path, kind))
+        return cls(high_water, names, of_note)
+
+    def patched(self, records: RecordStore, changed: set[str], high_water: int) -> _NameIndex:
+        """This index with the notes at ``changed`` read again (copied where they change: never in place)."""
+        names, of_note = dict(self.names), dict(self.of_note)
+        for path in changed:
+            for name in of_note.pop(path, {}):
+                names[name] = [entry for entry in names[name] if entry[0] != path]
+                if not names[name]:
+                    del names[name]
+        for document in records.documents(changed).values():
+            of_note[document.path] = _document_names(document.path, document.module, document.metadata.get("aliases"))
+            for name, kind in of_note[document.path].items():
+                names[name] = sorted([*names.get(name, ()), (document.path, kind)])
+        return _NameIndex(high_water, names, of_note)
+
+
+_NAME_INDEXES: dict[Path, _NameIndex] = {}
+_NAME_INDEXES_LOCK = threading.Lock()
 
 
 def _name_index(records: RecordStore) -> dict[str, list[tuple[str, str]]]:
-    """Lower-cased note names → [(path, kind)], rebuilt only when the change log moves."""
+    """Lower-cased note names → [(path, kind)], patched for the notes changed when the change log moves."""
     high_water = records.high_water()
-    cached = _NAME_INDEXES.get(records.path)
-    if cached is not None and cached[0] == high_water:
-        return cached[1]
-    index: dict[str, list[tuple[str, str]]] = {}
-    for document in records.documents().values():
-        for name, kind in _document_names(document.path, document.module, document.metadata.get("aliases")).items():
-            index.setdefault(name, []).append((document.path, kind))
-    _NAME_INDEXES[records.path] = (high_water, index)
-    return index
+    with _NAME_INDEXES_LOCK:
+        cached = _NAME_INDEXES.get(records.path)
+        if cached is None or cached.high_water != high_water:
+            changed = None
+            if cached is not None and cached.high_water < high_water:
+                changed = records.changed_paths(cached.high_water)
+            if cached is None or changed is None:
+                cached = _NameIndex.build(records, high_water)
+            else:
+                cached = cached.patched(records, changed, high_water)
+            _NAME_INDEXES[records.path] = cached
+        return cached.names
 
 
 def _tokens(query: str) -> list[str]:

@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..corpus.facts import NoteFacts
-from ..corpus.links import LinkGraph, NoteRef, build_links
+from ..corpus.links import LinkGraph, LinkIndex, NoteRef
+from ..corpus.notes import Passage
 from ..projections.lexical import analyze
 from ..store.indexing import StandingWarnings
 from ..store.records import RecordStore
@@ -27,6 +28,8 @@ class ScopeView:
     hidden_paths: frozenset[str] = frozenset()
     hidden_terms: Mapping[str, int] = field(default_factory=dict)  # term -> hidden passages holding it
     observations: Observations = field(default_factory=Observations)  # the shown observation notes' series
+    scopes: frozenset[str] = frozenset()
+    high_water: int = 0  # the change-log position it shows
 
     @property
     def unseen(self) -> Unseen:
@@ -39,23 +42,102 @@ class ScopeView:
 
     @classmethod
     def build(cls, records: RecordStore, scopes: frozenset[str]) -> ScopeView:
+        return ScopeViews(scopes).view(records)
+
+
+@dataclass
+class _Concealed:
+    """A hidden note's passages: their ids, and how many of them hold each term."""
+
+    ids: frozenset[str]
+    terms: Counter[str]
+
+
+class ScopeViews:
+    """The scope view of one set of caller scopes, kept at the change log's end: a change patches the
+    view for the notes the log names since (their facts, hidden passages and names for the links)
+    instead of reading every note again. The views it returns are never changed afterwards."""
+
+    def __init__(self, scopes: frozenset[str]) -> None:
+        self.scopes = scopes
+        self._view: ScopeView | None = None  # None: build from every note
+        self._index = LinkIndex()  # the shown notes, for resolving links
+        self._concealed: dict[str, _Concealed] = {}  # by hidden path
+        self._terms: Counter[str] = Counter()  # every hidden passage's terms
+
+    def view(self, records: RecordStore) -> ScopeView:
+        """The view at the change log's end."""
+        newest = records.high_water()
+        last, self._view = self._view, None  # until the view below is whole
+        if last is not None and last.high_water == newest:
+            self._view = last
+        else:
+            changed = None if last is None or last.high_water > newest else records.changed_paths(last.high_water)
+            self._view = (
+                self._build(records, newest)
+                if last is None or changed is None
+                else self._patch(records, last, changed, newest)
+            )
+        return self._view
+
+    def _build(self, records: RecordStore, newest: int) -> ScopeView:
         documents = records.documents()
-        shown = {path: doc for path, doc in documents.items() if visible(doc.facts, scopes)}
-        concealed = [p for path in documents if path not in shown for p in records.passages_of(path)]
-        links = build_links(NoteRef(doc.path, doc.module, doc.facts) for doc in shown.values())
-        hidden_paths = frozenset(documents) - frozenset(shown)
-        # What the hidden passages add to document frequencies, so judging uses only what the caller sees.
-        terms = Counter(term for p in concealed for term in set(analyze(p.text)))
-        return cls(
-            {path: doc.facts for path, doc in shown.items()},
-            frozenset(p.id for p in concealed),
-            links,
-            hidden_paths,
-            dict(terms),
-            Observations.of(
-                {path: doc.facts for path, doc in shown.items()}, {path: doc.observed_at for path, doc in shown.items()}
-            ),
+        shown = {path: doc for path, doc in documents.items() if visible(doc.facts, self.scopes)}
+        self._index = LinkIndex(NoteRef(doc.path, doc.module, doc.facts) for doc in shown.values())
+        self._concealed, self._terms = {}, Counter()
+        for path in [path for path in documents if path not in shown]:
+            self._conceal(path, records.passages_of(path))
+        facts = {path: doc.facts for path, doc in shown.items()}
+        observations = Observations.of(facts, {path: doc.observed_at for path, doc in shown.items()})
+        return self._view_of(facts, observations, newest)
+
+    def _patch(self, records: RecordStore, last: ScopeView, changed: set[str], newest: int) -> ScopeView:
+        documents = records.documents(changed)
+        shown = {path: doc for path, doc in documents.items() if visible(doc.facts, self.scopes)}
+        facts = dict(last.facts)
+        for path in changed:
+            if path not in shown:
+                facts.pop(path, None)  # a note still shown keeps its place: it is replaced below
+            self._index.drop(path)
+            self._reveal(path)
+        for path, doc in documents.items():
+            if path in shown:
+                facts[path] = doc.facts
+                self._index.put(NoteRef(doc.path, doc.module, doc.facts))
+            else:
+                self._conceal(path, records.passages_of(path))
+        if not shown.keys() <= last.facts.keys():
+            facts = dict(sorted(facts.items()))  # by path, as a build reads them
+        observed = {path: doc.observed_at for path, doc in shown.items()}
+        observations = last.observations.patched(changed, {path: doc.facts for path, doc in shown.items()}, observed)
+        return self._view_of(facts, observations, newest)
+
+    def _view_of(self, facts: dict[str, NoteFacts], observations: Observations, newest: int) -> ScopeView:
+        concealed = self._concealed.values()
+        return ScopeView(
+            facts,
+            frozenset().union(*(hidden.ids for hidden in concealed)),
+            self._index.links(),
+            frozenset(self._concealed),
+            dict(self._terms),
+            observations,
+            self.scopes,
+            newest,
         )
+
+    def _conceal(self, path: str, passages: list[Passage]) -> None:
+        # What the hidden passages add to document frequencies, so judging uses only what the caller sees.
+        terms = Counter(term for passage in passages for term in set(analyze(passage.text)))
+        self._concealed[path] = _Concealed(frozenset(passage.id for passage in passages), terms)
+        self._terms.update(terms)
+
+    def _reveal(self, path: str) -> None:
+        hidden = self._concealed.pop(path, None)
+        if hidden is not None:
+            self._terms.subtract(hidden.terms)
+            for term in hidden.terms:
+                if not self._terms[term]:
+                    del self._terms[term]
 
 
 def packet_warnings(

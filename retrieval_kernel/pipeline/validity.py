@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..corpus.facts import NoteFacts
@@ -44,6 +44,24 @@ class Observations:
         for path, (series, observed) in dated.items():
             members.setdefault(series, []).append((observed, path))
         return cls(dated, {series: tuple(found) for series, found in members.items()})
+
+    def patched(
+        self, changed: Iterable[str], facts_of: Mapping[str, NoteFacts], observed_of: Mapping[str, str | None]
+    ) -> Observations:
+        """These observations with the notes at ``changed`` taken again from ``facts_of`` (shown notes only:
+        a changed path not in it is gone); what :meth:`of` of every shown note gives."""
+        changed = set(changed)
+        fresh = Observations.of({path: facts_of[path] for path in changed if path in facts_of}, observed_of)
+        dated = dict(self.series_of)
+        touched = {dated.pop(path)[0] for path in changed if path in dated} | set(fresh.members)
+        dated.update(fresh.series_of)
+        members = dict(self.members)
+        for series in touched:
+            kept = [entry for entry in members.pop(series, ()) if entry[1] not in changed]
+            found = sorted([*kept, *fresh.members.get(series, ())], key=lambda entry: entry[1])  # by path
+            if found:
+                members[series] = tuple(found)
+        return Observations(dated, members)
 
 
 class Standing:

@@ -54,7 +54,7 @@ from .requests import (
     checked_scopes,
     checked_top,
 )
-from .scope import ScopeView, packet_warnings
+from .scope import ScopeView, ScopeViews, packet_warnings
 from .timing import Stages
 from .trace import build_trace
 from .upkeep import Upkeep
@@ -133,8 +133,8 @@ class Workspace(Upkeep):
         self.lexical_lane = LexicalLane(self)
         self.lexical_lane.projection.progress = self.progress
         self.dense_lane = DenseLane(self, embedder, self.chroma)
-        self._views: dict[tuple[int, frozenset[str]], ScopeView] = {}
-        self._eligibilities: dict[tuple[int, frozenset[str], dt.date], Eligibility] = {}
+        self._views: dict[frozenset[str], ScopeViews] = {}  # by the caller's scopes
+        self._eligibilities: dict[tuple[frozenset[str], dt.date], tuple[ScopeView, Eligibility]] = {}
         self.judge = Judge(self.lexical_lane.projection, self._outline)
         self._outlines: dict[tuple[int, str], tuple[tuple[str, ...], ...]] = {}
         self.judge_answers = judge_answers  # off: every candidate counts as answering (the policy alone decides)
@@ -325,13 +325,24 @@ class Workspace(Upkeep):
         return packet
 
     def _eligibility(self, view: ScopeView, as_of: dt.date) -> Eligibility:
-        """The passages never admissible as current for this view and clock (cached per change-log state)."""
-        key = (self.records.high_water(), view.hidden_paths, as_of)
-        if key not in self._eligibilities:
-            if len(self._eligibilities) > 16:
-                self._eligibilities.clear()
-            self._eligibilities[key] = Eligibility.build(self.records, view, as_of)
-        return self._eligibilities[key]
+        """The passages never admissible as current for this view and clock: patched for the notes changed
+        since the view it was last found for (built from every note the first time or after many changes)."""
+        key = (view.scopes, as_of)
+        last = self._eligibilities.get(key)
+        if last is not None and last[0] is view:
+            return last[1]
+        changed = None
+        if last is not None and last[0].high_water <= view.high_water:
+            changed = self.records.changed_paths(last[0].high_water)
+        if len(self._eligibilities) > 16:
+            self._eligibilities.clear()
+        self._eligibilities.pop(key, None)  # until the eligibility below is whole
+        if last is None or changed is None:
+            eligibility = Eligibility.build(self.records, view, as_of)
+        else:
+            eligibility = last[1].patched(self.records, last[0], view, changed, as_of)
+        self._eligibilities[key] = (view, eligibility)
+        return eligibility
 
     def _set_aside(self, aside_runs: dict[str, LaneRun]) -> list[Candidate]:
         """The lanes' ineligible hits as candidates, fused like the pool and ranked after it."""
@@ -418,13 +429,12 @@ class Workspace(Upkeep):
         return self.run_lanes(checked_query(query), chosen, hidden=view.hidden), view
 
     def _scope_view(self, scopes: frozenset[str]) -> ScopeView:
-        """The notes a caller with ``scopes`` may see, and their links (cached per change-log state)."""
-        key = (self.records.high_water(), scopes)
-        if key not in self._views:
+        """The notes a caller with ``scopes`` may see, and their links (patched as the change log moves)."""
+        if scopes not in self._views:
             if len(self._views) > 16:
                 self._views.clear()
-            self._views[key] = ScopeView.build(self.records, scopes)
-        return self._views[key]
+            self._views[scopes] = ScopeViews(scopes)
+        return self._views[scopes].view(self.records)
 
     def _lead_passage(self, view: ScopeView) -> Callable[[str], StoredPassage | None]:
         def lead(path: str) -> StoredPassage | None:

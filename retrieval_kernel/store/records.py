@@ -133,6 +133,7 @@ def check_deadline(deadline: float | None, doing: str) -> None:
 
 
 PASSAGE_CACHE_LIMIT = 20_000
+PATCH_LIMIT = 256  # changed notes past which views of every note are built again rather than patched
 
 
 class RecordStore:
@@ -145,7 +146,7 @@ class RecordStore:
         # passages by id with their (path, ordinal), valid while the change log ends at _cached_at
         self._cached: dict[str, tuple[tuple[str, int], StoredPassage]] = {}
         self._cached_at = -1
-        self._parsed_documents: dict[tuple[Any, ...], StoredDocument] = {}  # by their whole row
+        self._parsed_documents: dict[str, tuple[tuple[Any, ...], StoredDocument]] = {}  # path -> (row, parsed)
         try:
             store_dir.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
@@ -255,12 +256,18 @@ class RecordStore:
                 marks = ",".join("?" * len(batch))
                 query = f"SELECT {columns} FROM documents WHERE deleted = 0 AND path IN ({marks}) ORDER BY path"
                 rows.extend(self._db.execute(query, batch).fetchall())
-        parsed = {row: self._parsed_documents.get(row) or _document(row) for row in rows}
+        parsed = {row[0]: (row, self._parsed(row)) for row in rows}
         if paths is None:
             self._parsed_documents = parsed  # bounded by the live documents
         else:
+            for path in wanted:
+                self._parsed_documents.pop(path, None)  # gone, or replaced just below
             self._parsed_documents.update(parsed)
-        return {row[0]: document for row, document in parsed.items()}
+        return {path: document for path, (_, document) in parsed.items()}
+
+    def _parsed(self, row: tuple[Any, ...]) -> StoredDocument:
+        known = self._parsed_documents.get(row[0])
+        return known[1] if known is not None and known[0] == row else _document(row)
 
     def modules(self) -> dict[str, str]:
         """Each live document's module (its id) mapped to its path."""
@@ -350,13 +357,16 @@ class RecordStore:
             args,
         ).fetchall()
 
-    def passage_ids_of(self, paths: Iterable[str]) -> frozenset[str]:
-        """The ids of every current passage of the documents at ``paths`` (one query, not one per note)."""
-        wanted = set(paths)
-        if not wanted:
-            return frozenset()
-        rows = self._db.execute("SELECT id, path FROM passages").fetchall()
-        return frozenset(pid for pid, path in rows if path in wanted)
+    def passage_ids_of(self, paths: Iterable[str]) -> dict[str, frozenset[str]]:
+        """The ids of every current passage of each document at ``paths`` that has some, by path."""
+        wanted = sorted(set(paths))
+        found: dict[str, set[str]] = {}
+        for start in range(0, len(wanted), 500):
+            batch = tuple(wanted[start : start + 500])
+            marks = ",".join("?" * len(batch))
+            for pid, path in self._db.execute(f"SELECT id, path FROM passages WHERE path IN ({marks})", batch):
+                found.setdefault(path, set()).add(pid)
+        return {path: frozenset(ids) for path, ids in found.items()}
 
     def passage_ids_with_hash_prefix(self, prefix: str) -> list[str]:
         """Ids of passages whose content sha256 starts with ``prefix`` (lower-case hex)."""
@@ -377,6 +387,14 @@ class RecordStore:
     def changes_since(self, seq: int) -> list[tuple[int, str, str]]:
         """``(seq, path, kind)`` of every change after ``seq``, oldest first."""
         return self._db.execute("SELECT seq, path, kind FROM changes WHERE seq > ? ORDER BY seq", (seq,)).fetchall()
+
+    def changed_paths(self, since: int, limit: int = PATCH_LIMIT) -> set[str] | None:
+        """The notes the change log names after ``since``; ``None`` when they are more than ``limit``
+        (then what is derived from every note is derived again rather than patched)."""
+        rows = self._db.execute(
+            "SELECT DISTINCT path FROM changes WHERE seq > ? LIMIT ?", (since, limit + 1)
+        ).fetchall()
+        return None if len(rows) > limit else {row[0] for row in rows}
 
     def projection(self, name: str) -> ProjectionState | None:
         row = self._db.execute(
