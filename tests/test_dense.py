@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -347,6 +348,54 @@ def test_embedding_cache_embeds_only_what_changed(pumps: Workspace) -> None:
     pumps.index()
     assert pumps.dense.embedded_last_sync == 0
     np.testing.assert_array_equal(collection_vectors(pumps)["pumps#outlet"], before["pumps#outlet"])
+
+
+def test_a_refresh_embeds_an_edit_early_once_note_by_note_and_the_sync_takes_those_vectors(
+    monkeypatch: pytest.MonkeyPatch, pumps: Workspace
+) -> None:
+    notes = pumps.notes_dir
+    pumps.index()
+    before = collection_vectors(pumps)
+    embedder = pumps.dense.function.embedder
+    calls: list[tuple[str, list[str]]] = []
+
+    def spy(texts: list[str]) -> np.ndarray:
+        calls.append((threading.current_thread().name, list(texts)))
+        return type(embedder).embed(embedder, texts)
+
+    monkeypatch.setattr(embedder, "embed", spy)
+    (notes / "pumps.md").write_text(TWO_SECTIONS.replace("greased monthly", "greased every fortnight"))
+    (notes / "vehicle.md").write_text(TOPICS["vehicle.md"] + "\nCheck the tyre pressure monthly.\n")
+    pumps.index()
+    assert calls == [  # as the sync would embed them: note by note, in path order
+        ("rk-embed-early_0", ["## Outlet\n\nThe outlet valve is greased every fortnight."]),
+        ("rk-embed-early_0", [TOPICS["vehicle.md"].strip() + "\n\nCheck the tyre pressure monthly."]),
+    ]  # on the early thread, beside the lexical sync
+    assert pumps.dense.embedded_last_sync == 2
+    after = collection_vectors(pumps)
+    np.testing.assert_array_equal(after["pumps#intake"], before["pumps#intake"])
+    for pid, texts in zip(("pumps#outlet", VEHICLE), calls, strict=True):  # what the sync alone would store
+        np.testing.assert_array_equal(after[pid], type(embedder).embed(embedder, texts[1])[0])
+
+
+def test_a_failed_early_embedding_is_embedded_again_by_the_sync(
+    monkeypatch: pytest.MonkeyPatch, pumps: Workspace
+) -> None:
+    pumps.index()
+    embedder = pumps.dense.function.embedder
+    real = type(embedder).embed
+
+    def early_fails(texts: list[str]) -> np.ndarray:
+        if threading.current_thread().name.startswith("rk-embed-early"):
+            raise RuntimeError("no early vectors")
+        return real(embedder, texts)
+
+    monkeypatch.setattr(embedder, "embed", early_fails)
+    (pumps.notes_dir / "pumps.md").write_text(TWO_SECTIONS.replace("greased monthly", "greased every fortnight"))
+    pumps.index()
+    assert pumps.dense.embedded_last_sync == 1
+    assert pumps.lane_errors == {}
+    assert dense_ids(pumps, "outlet valve greased every fortnight")[0] == "pumps#outlet"
 
 
 def test_cache_survives_a_new_workspace_and_a_rebuild(pumps: Workspace, tmp_path: Path) -> None:

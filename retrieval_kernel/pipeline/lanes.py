@@ -13,6 +13,7 @@ thresholds apply to each lane's own raw score, never to a fused score.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -286,6 +287,13 @@ class DenseLane:
             raise
         except Exception as exc:  # the model or Chroma failed: the lane is unavailable, say why
             errors[self.name] = f"{type(exc).__name__}: {exc}"
+
+    def embed_early(self) -> None:
+        """Start embedding what the coming sync adds (a few passages) beside the work before it; never raises."""
+        if self._projection is None or self.problem():
+            return  # the sync itself imports Chroma and loads the model, and reports what fails
+        with contextlib.suppress(Exception):  # the sync embeds them itself and reports what fails
+            self._projection.embed_early(self.host.records)
 
     def problem(self) -> str | None:
         return self.host.lane_errors.get(self.name)

@@ -92,6 +92,8 @@ class Upkeep:
                     self.progress,
                     only,
                 )
+                if "dense" in self.lanes:
+                    self.dense_lane.embed_early()  # a one-note edit's passages embed while Whoosh commits
                 lexical.sync(self.records, deadline)
                 if "dense" in self.lanes:
                     self.dense_lane.sync()

@@ -22,12 +22,14 @@ Chroma, never note text.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
 import shutil
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -66,6 +68,8 @@ META_BUILT_AT = "rk_built_at"
 BUILDING = -1  # high-water mark of a collection still being filled: never valid
 
 EMBED_CHUNK = 1024  # passages embedded (and cached) per step of a long sync
+EARLY_NOTES = 16  # a refresh of at most this many notes embeds early (beside the lexical sync)...
+EARLY_PASSAGES = 64  # ... when they add at most this many passages the cache lacks
 EXACT_SEARCH_LIMIT = 100_000  # up to this many vectors, exact numpy search beats HNSW round trips
 
 T = TypeVar("T")
@@ -151,6 +155,21 @@ class DenseHit:
     score: float
 
 
+@functools.cache
+def _early_thread() -> ThreadPoolExecutor:
+    """The one thread that embeds a refresh's passages early (:meth:`DenseProjection.embed_early`)."""
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="rk-embed-early")
+
+
+def _embed_batches(embedder: Embedder, batches: list[dict[str, str]]) -> dict[str, np.ndarray]:
+    """Vectors by content hash of each batch's texts, one embedder call per batch."""
+    return {
+        digest: vector
+        for batch in batches
+        for digest, vector in zip(batch, embedder.embed(list(batch.values())), strict=True)
+    }
+
+
 def _delete_path(collection: Any, path: str) -> None:
     collection.delete(where={"path": path})
 
@@ -212,6 +231,7 @@ class DenseProjection:
         self._exact: tuple[tuple[ProjectionState, str], ExactVectors] | None = None
         self.embedded_last_sync = 0
         self.rebuilt_because: str | None = None  # why the last sync rebuilt the collection (None: it did not)
+        self._early: tuple[str, Future[dict[str, np.ndarray]]] | None = None  # (model, vectors by hash) embedding
         self.progress = SILENT  # a bar while many passages are embedded (set by the workspace)
 
     @property
@@ -310,12 +330,50 @@ class DenseProjection:
             self._on(collection, "add vectors", partial(_add_batch, batch=batch, embeddings=embeddings))
         return vectors
 
+    def embed_early(self, records: RecordStore) -> None:
+        """Start embedding, on a thread of its own, the few passages the next :meth:`sync` will add that the
+        cache lacks (a refresh after an edit), so the embedding overlaps the lexical sync; the sync takes them.
+        Note by note, as the sync would embed them (an embedder that batches gives the same vectors)."""
+        state = records.projection(NAME)
+        paths = records.changed_paths(state.high_water, EARLY_NOTES) if state is not None else None
+        if not paths:
+            return
+        of_note = [records.passages_of(path) for path in sorted(paths)]
+        model = self.embedder_name  # loads the model here, not on the thread
+        seen = set(self._get_cache().get(model, [p.sha256 for passages in of_note for p in passages]))
+        batches = []
+        for passages in of_note:
+            batch = {p.sha256: p.text for p in passages if p.sha256 not in seen}
+            seen.update(batch)
+            batches += [batch] if batch else []
+        if batches and sum(map(len, batches)) <= EARLY_PASSAGES:
+            self._early = (model, _early_thread().submit(_embed_batches, self.function.embedder, batches))
+
+    def _embedded_early(self, model: str, wanted: Collection[str]) -> dict[str, np.ndarray]:
+        """The vectors of ``wanted`` hashes that :meth:`embed_early` made (waiting for them); none if it failed."""
+        if self._early is None or self._early[0] != model:
+            return {}
+        try:
+            made = self._early[1].result()
+        except Exception:  # embedded again by the caller, where a failure is reported
+            made = {}
+        taken = {digest: made.pop(digest) for digest in wanted if digest in made}
+        if not made:
+            self._early = None
+        return taken
+
     def vectors_for(self, passages: Sequence[Passage]) -> dict[str, np.ndarray]:
         """Vectors by content hash: from the cache, embedding only what it lacks."""
         cache = self._get_cache()
         model = self.embedder_name
         vectors = cache.get(model, [p.sha256 for p in passages])
         missing = list({p.sha256: p.text for p in passages if p.sha256 not in vectors}.items())
+        early = self._embedded_early(model, dict(missing)) if self._early is not None else {}
+        if early:
+            cache.put(model, early)
+            vectors.update(early)
+            self.embedded_last_sync += len(early)
+            missing = [(digest, text) for digest, text in missing if digest not in early]
         with self.progress.track("embedding passages", len(missing), "passage") as step:
             for start in range(0, len(missing), EMBED_CHUNK):  # cached chunk by chunk: a kill keeps what is done
                 chunk = dict(missing[start : start + EMBED_CHUNK])
