@@ -124,7 +124,9 @@ def test_patched_views_equal_views_built_from_every_note(first: list[Any], later
                     assert list(view.facts) == sorted(view.facts)
                     for as_of in CLOCKS:
                         last[scopes, as_of] = (view, _eligibility(records, view, as_of, last.get((scopes, as_of))))
-                assert identity._name_index(records) == identity._NameIndex.build(records, 0).names
+                every = identity._NameIndex.build(records, 0).names
+                assert identity._named(records, [*every, "absent"]) == {**every, "absent": []}
+                assert identity._NAME_INDEXES[records.path].names == every
 
 
 def _eligibility(

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 import threading
+from bisect import insort
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,9 +47,9 @@ def resolve(query: str, records: RecordStore, limit: int) -> list[IdentityHit]:
         if _is_hash_prefix(prefix)
         for pid in records.passage_ids_with_hash_prefix(prefix)
     ]
-    names = _name_index(records)
-    for token in sorted({token.lower() for token in tokens}):
-        for path, kind in names.get(token, []):
+    names = _named(records, sorted({token.lower() for token in tokens}))
+    for token, named in names.items():
+        for path, kind in named:
             hits += [IdentityHit(p.id, token, kind) for p in records.passages_of(path)]
     unique: dict[str, IdentityHit] = {}
     for hit in hits:
@@ -55,58 +57,62 @@ def resolve(query: str, records: RecordStore, limit: int) -> list[IdentityHit]:
     return list(unique.values())[:limit]
 
 
-@dataclass(frozen=True)
 class _NameIndex:
-    """Lower-cased note names → [(path, kind)] in path order, at one change-log position."""
+    """Lower-cased note names → [(path, kind)] in path order, at one change-log position (``high_water``;
+    -1 while it is being patched), patched in place note by note."""
 
-    high_water: int
-    names: dict[str, list[tuple[str, str]]]
-    of_note: dict[str, dict[str, str]]  # path -> its names and their kinds
+    def __init__(self) -> None:
+        self.high_water = -1
+        self.names: dict[str, list[tuple[str, str]]] = {}
+        self.of_note: dict[str, dict[str, str]] = {}  # path -> its names and their kinds
 
     @classmethod
     def build(cls, records: RecordStore, high_water: int) -> _NameIndex:
-        names: dict[str, list[tuple[str, str]]] = {}
-        of_note: dict[str, dict[str, str]] = {}
-        for document in records.documents().values():
-            of_note[document.path] = _document_names(document.path, document.module, document.metadata.get("aliases"))
-            for name, kind in of_note[document.path].items():
-                names.setdefault(name, []).append((document.path, kind))
-        return cls(high_water, names, of_note)
+        index = cls()
+        for document in records.documents().values():  # in path order: each name's list comes out sorted
+            index._add(document.path, _document_names(document.path, document.module, document.metadata.get("aliases")))
+        index.high_water = high_water
+        return index
 
-    def patched(self, records: RecordStore, changed: set[str], high_water: int) -> _NameIndex:
-        """This index with the notes at ``changed`` read again (copied where they change: never in place)."""
-        names, of_note = dict(self.names), dict(self.of_note)
+    def patch(self, records: RecordStore, changed: set[str], high_water: int) -> None:
+        """Read the notes at ``changed`` again."""
+        self.high_water = -1  # until the patch is whole
         for path in changed:
-            for name in of_note.pop(path, {}):
-                names[name] = [entry for entry in names[name] if entry[0] != path]
-                if not names[name]:
-                    del names[name]
-        for document in records.documents(changed).values():
-            of_note[document.path] = _document_names(document.path, document.module, document.metadata.get("aliases"))
-            for name, kind in of_note[document.path].items():
-                names[name] = sorted([*names.get(name, ()), (document.path, kind)])
-        return _NameIndex(high_water, names, of_note)
+            for name in self.of_note.pop(path, {}):
+                self.names[name] = [entry for entry in self.names[name] if entry[0] != path]
+                if not self.names[name]:
+                    del self.names[name]
+        for doc in records.documents(changed).values():
+            self._add(doc.path, _document_names(doc.path, doc.module, doc.metadata.get("aliases")), keep_order=True)
+        self.high_water = high_water
+
+    def _add(self, path: str, names: dict[str, str], keep_order: bool = False) -> None:
+        self.of_note[path] = names
+        for name, kind in names.items():
+            if keep_order:
+                insort(self.names.setdefault(name, []), (path, kind))
+            else:
+                self.names.setdefault(name, []).append((path, kind))
 
 
 _NAME_INDEXES: dict[Path, _NameIndex] = {}
-_NAME_INDEXES_LOCK = threading.Lock()
+_NAME_INDEXES_LOCK = threading.Lock()  # the indexes are patched in place: read and patched under it
 
 
-def _name_index(records: RecordStore) -> dict[str, list[tuple[str, str]]]:
-    """Lower-cased note names → [(path, kind)], patched for the notes changed when the change log moves."""
+def _named(records: RecordStore, names: Iterable[str]) -> dict[str, list[tuple[str, str]]]:
+    """The notes each of ``names`` (lower-cased) names, as [(path, kind)] in path order; the index is
+    patched for the notes changed since the change log last moved (built from every note the first time)."""
     high_water = records.high_water()
     with _NAME_INDEXES_LOCK:
-        cached = _NAME_INDEXES.get(records.path)
-        if cached is None or cached.high_water != high_water:
-            changed = None
-            if cached is not None and cached.high_water < high_water:
-                changed = records.changed_paths(cached.high_water)
-            if cached is None or changed is None:
-                cached = _NameIndex.build(records, high_water)
-            else:
-                cached = cached.patched(records, changed, high_water)
-            _NAME_INDEXES[records.path] = cached
-        return cached.names
+        index = _NAME_INDEXES.get(records.path)
+        changed = None
+        if index is not None and 0 <= index.high_water < high_water:
+            changed = records.changed_paths(index.high_water)
+        if index is None or (index.high_water != high_water and changed is None):
+            index = _NAME_INDEXES[records.path] = _NameIndex.build(records, high_water)
+        elif changed is not None:
+            index.patch(records, changed, high_water)
+        return {name: list(index.names.get(name, ())) for name in names}
 
 
 def _tokens(query: str) -> list[str]:

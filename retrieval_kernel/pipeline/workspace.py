@@ -136,7 +136,8 @@ class Workspace(Upkeep):
         self._views: dict[frozenset[str], ScopeViews] = {}  # by the caller's scopes
         self._eligibilities: dict[tuple[frozenset[str], dt.date], tuple[ScopeView, Eligibility]] = {}
         self.judge = Judge(self.lexical_lane.projection, self._outline)
-        self._outlines: dict[tuple[int, str], tuple[tuple[str, ...], ...]] = {}
+        self._outlines: dict[str, tuple[tuple[str, ...], ...]] = {}  # note path -> heading paths, at _outlines_at
+        self._outlines_at = -1
         self.judge_answers = judge_answers  # off: every candidate counts as answering (the policy alone decides)
         self._debounce = Debounce(self.policy.debounce)
         self._watcher: Watcher | None = None
@@ -395,13 +396,17 @@ class Workspace(Upkeep):
         return [(candidate, found[candidate.id]) for candidate in ranked]
 
     def _outline(self, path: str) -> tuple[tuple[str, ...], ...]:
-        """The heading paths of the note at ``path``, in order (cached per change-log state)."""
-        key = (self.records.high_water(), path)
-        if key not in self._outlines:
+        """The heading paths of the note at ``path``, in order (cached until the note changes)."""
+        newest = self.records.high_water()
+        if newest != self._outlines_at:
+            changed = self.records.changed_between(self._outlines_at, newest)
+            self._outlines = {} if changed is None else {p: o for p, o in self._outlines.items() if p not in changed}
+            self._outlines_at = newest
+        if path not in self._outlines:
             if len(self._outlines) > 4096:
                 self._outlines.clear()
-            self._outlines[key] = tuple(p.heading_path for p in self.records.passages_of(path))
-        return self._outlines[key]
+            self._outlines[path] = tuple(p.heading_path for p in self.records.passages_of(path))
+        return self._outlines[path]
 
     def _judge(self, query: str, ranked: list[Candidate], runs: dict[str, LaneRun], view: ScopeView) -> Judgement:
         """How likely the candidates answer, from what the caller may see; passages outside the caller's

@@ -335,10 +335,14 @@ class RecordStore:
         return {stored.passage.id: stored for _, stored in found}
 
     def _passage_cache(self) -> dict[str, tuple[tuple[str, int], StoredPassage]]:
-        """Passages read since the change log last moved (the same ids come back query after query)."""
+        """Passages read before, less those of notes changed since (the same ids come back query after query)."""
         newest = self.high_water()
         if newest != self._cached_at or len(self._cached) > PASSAGE_CACHE_LIMIT:
-            self._cached, self._cached_at = {}, newest
+            changed = (
+                self.changed_between(self._cached_at, newest) if len(self._cached) <= PASSAGE_CACHE_LIMIT else None
+            )
+            kept = {} if changed is None else {pid: e for pid, e in self._cached.items() if e[0][0] not in changed}
+            self._cached, self._cached_at = kept, newest
         return self._cached
 
     def passages_of(self, path: str) -> list[Passage]:
@@ -395,6 +399,11 @@ class RecordStore:
             "SELECT DISTINCT path FROM changes WHERE seq > ? LIMIT ?", (since, limit + 1)
         ).fetchall()
         return None if len(rows) > limit else {row[0] for row in rows}
+
+    def changed_between(self, at: int, newest: int) -> set[str] | None:
+        """The notes changed after ``at`` (up to ``newest`` or later): what a cache read at ``at`` must drop;
+        ``None`` (drop everything) when ``at`` is unknown (negative) or after ``newest``, or they are many."""
+        return self.changed_paths(at) if 0 <= at <= newest else None
 
     def projection(self, name: str) -> ProjectionState | None:
         row = self._db.execute(
