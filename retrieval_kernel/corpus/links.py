@@ -16,7 +16,7 @@ import posixpath
 import re
 from bisect import insort
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,7 +62,7 @@ class LinkGraph:
 
 def build_links(notes: Iterable[NoteRef]) -> LinkGraph:
     """Resolve every note's supersession references against the whole collection."""
-    return LinkIndex(sorted(notes, key=lambda n: n.path)).links()
+    return LinkIndex(notes).links()
 
 
 class LinkIndex:
@@ -80,22 +80,26 @@ class LinkIndex:
         self.by_bare_number: dict[int, list[str]] = {}
         self.prefixes: Counter[str] = Counter()  # prefix -> record keys with it
         self.referring: set[str] = set()  # the notes that state a reference
-        for note in notes:
-            self.put(note)
+        by_path = {note.path: note for note in sorted(notes, key=lambda n: n.path)}  # a path given twice: the last
+        for note in by_path.values():
+            self._add(note, _append)  # in path order: appending keeps every list sorted
 
     def put(self, note: NoteRef) -> None:
         """Add ``note`` (replacing the note at its path, if any)."""
         self.drop(note.path)
+        self._add(note, _insert)
+
+    def _add(self, note: NoteRef, insert: Callable[[dict[Any, list[str]], Any, str], None]) -> None:
         self.notes[note.path] = note
-        _insert(self.by_lower_path, note.path.lower(), note.path)
+        insert(self.by_lower_path, note.path.lower(), note.path)
         for name in _names(note):
-            _insert(self.by_name, name, note.path)
+            insert(self.by_name, name, note.path)
         key = _record_key(posixpath.basename(note.path))
         if key is not None:
             if key not in self.by_number:
                 self.prefixes[key[0]] += 1
-            _insert(self.by_number, key, note.path)
-            _insert(self.by_bare_number, key[1], note.path)
+            insert(self.by_number, key, note.path)
+            insert(self.by_bare_number, key[1], note.path)
         if _refers(note.facts):
             self.referring.add(note.path)
 
@@ -167,6 +171,10 @@ def _refers(facts: NoteFacts) -> bool:
 
 def _insert(index: dict[Any, list[str]], key: Any, path: str) -> None:
     insort(index.setdefault(key, []), path)
+
+
+def _append(index: dict[Any, list[str]], key: Any, path: str) -> None:
+    index.setdefault(key, []).append(path)
 
 
 def _remove(index: dict[Any, list[str]], key: Any, path: str) -> None:
