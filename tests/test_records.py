@@ -70,6 +70,26 @@ def test_passages_are_replaced_not_accumulated(store: RecordStore) -> None:
     assert stored.passage == current[0]
 
 
+def test_after_a_change_cached_passages_and_documents_of_other_notes_are_kept(store: RecordStore) -> None:
+    other = parse_note("b.md", "# Other\nkept\n")
+    store.upsert(note_v1(), 1, 1, AT)
+    store.upsert(other, 1, 1, AT)
+    ids = [p.id for p in store.passages_of("a.md")] + [p.id for p in store.passages_of("b.md")]
+    before = store.passages(ids)
+    documents = store.documents()
+    store.upsert(note_v2(), 2, 2, AT)
+    after = store.passages(ids)
+    assert list(after) == [other.passages[0].id]  # a.md's old passages are gone, not served from the cache
+    assert after[other.passages[0].id] is before[other.passages[0].id]
+    gamma = store.passages_of("a.md")[0].id
+    assert store.passages([gamma])[gamma].revision == 2
+    assert store.documents()["b.md"] is documents["b.md"]
+    assert store.documents(["a.md"])["a.md"].title == "Gamma"
+    assert store.changed_paths(0) == {"a.md", "b.md"} and store.changed_paths(0, limit=1) is None
+    store.delete("b.md", AT)
+    assert store.passages(ids) == {} and "b.md" not in store.documents(["b.md"])
+
+
 def test_passages_round_trip_exactly(store: RecordStore) -> None:
     note = parse_note("dir/n.md", "# T\n\n## A / B\ntext \u00e9\u6f22\n### C\nmore\n")
     store.upsert(note, 1, 1, AT)
