@@ -29,6 +29,7 @@ class ExactVectors:
         self._extra_ids: list[str] = []
         self._extra_paths: list[str] = []
         self._extra_rows: list[np.ndarray] = []
+        self._rows_of: dict[str, list[int]] | None = None  # note path -> its rows of the matrix (made on first use)
 
     def __len__(self) -> int:
         return int((~self.dead).sum()) + len(self._extra_ids)
@@ -39,7 +40,11 @@ class ExactVectors:
         """Drop every row of ``paths`` and add ``vectors`` (rows of ``ids`` from ``note_paths``)."""
         gone = set(paths)
         if gone:
-            self.dead |= np.fromiter((path in gone for path in self.paths), dtype=bool, count=len(self.paths))
+            if self._rows_of is None:
+                self._rows_of = {}
+                for row, path in enumerate(self.paths):
+                    self._rows_of.setdefault(path, []).append(row)
+            self.dead[[row for path in gone for row in self._rows_of.get(path, ())]] = True
             kept = [i for i, path in enumerate(self._extra_paths) if path not in gone]
             self._extra_ids = [self._extra_ids[i] for i in kept]
             self._extra_paths = [self._extra_paths[i] for i in kept]
@@ -58,6 +63,7 @@ class ExactVectors:
         self.matrix = np.vstack([self.matrix[alive], extra])
         self.dead = np.zeros(len(self.ids), dtype=bool)
         self._extra_ids, self._extra_paths, self._extra_rows = [], [], []
+        self._rows_of = None
 
     def search(self, vector: np.ndarray, limit: int) -> list[tuple[str, float]]:
         """The ``limit`` most similar live passages (scores rounded to 1e-6), unordered."""
