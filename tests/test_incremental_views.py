@@ -125,6 +125,7 @@ def test_patched_views_equal_views_built_from_every_note(first: list[Any], later
                     for as_of in CLOCKS:
                         last[scopes, as_of] = (view, _eligibility(records, view, as_of, last.get((scopes, as_of))))
                 every = identity._NameIndex.build(records, 0).names
+                assert records.modules() == {doc.module: path for path, doc in records.documents().items()}
                 assert identity._named(records, [*every, "absent"]) == {**every, "absent": []}
                 assert identity._NAME_INDEXES[records.path].names == every
 

@@ -19,6 +19,7 @@ import json
 import sqlite3
 import time
 import uuid
+from bisect import insort
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -147,6 +148,10 @@ class RecordStore:
         self._cached: dict[str, tuple[tuple[str, int], StoredPassage]] = {}
         self._cached_at = -1
         self._parsed_documents: dict[str, tuple[tuple[Any, ...], StoredDocument]] = {}  # path -> (row, parsed)
+        self._module_of: dict[str, str] = {}  # live path -> its module, at _modules_at (-1: not read)
+        self._paths_of: dict[str, list[str]] = {}  # module -> the live paths with it, in path order
+        self._modules: dict[str, str] = {}  # module -> the last of its paths
+        self._modules_at = -1
         try:
             store_dir.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
@@ -270,8 +275,35 @@ class RecordStore:
         return known[1] if known is not None and known[0] == row else _document(row)
 
     def modules(self) -> dict[str, str]:
-        """Each live document's module (its id) mapped to its path."""
-        return dict(self._db.execute("SELECT module, path FROM documents WHERE deleted = 0 ORDER BY path").fetchall())
+        """Each live document's module (its id) mapped to its path (of two notes with one id, the later by
+        path); kept between calls, and read again only for the notes the change log names since."""
+        newest = self.high_water()
+        changed = self.changed_between(self._modules_at, newest)
+        self._modules_at = -1  # until the tables below are whole
+        if changed is None:
+            self._module_of, self._paths_of, self._modules = {}, {}, {}
+            rows = self._db.execute("SELECT path, module FROM documents WHERE deleted = 0 ORDER BY path").fetchall()
+        else:
+            for path in changed & self._module_of.keys():
+                self._unindex_module(path)
+            marks = ",".join("?" * len(changed))
+            query = f"SELECT path, module FROM documents WHERE deleted = 0 AND path IN ({marks}) ORDER BY path"
+            rows = self._db.execute(query, tuple(changed)).fetchall() if changed else []
+        for path, module in rows:
+            self._module_of[path] = module
+            insort(self._paths_of.setdefault(module, []), path)  # rows in path order: mostly an append
+            self._modules[module] = self._paths_of[module][-1]
+        self._modules_at = newest
+        return dict(self._modules)
+
+    def _unindex_module(self, path: str) -> None:
+        module = self._module_of.pop(path)
+        paths = self._paths_of[module]
+        paths.remove(path)
+        if paths:
+            self._modules[module] = paths[-1]
+        else:
+            del self._paths_of[module], self._modules[module]
 
     def upsert(self, note: Note, size: int, mtime_ns: int, indexed_at: str) -> int:
         """Store a new or changed note with its passages; return the change ``seq``."""
