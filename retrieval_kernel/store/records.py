@@ -338,6 +338,22 @@ class RecordStore:
         """The current passages of one document, in document order."""
         return [sp.passage for sp in self._passages_where("p.path = ?", (path,))]
 
+    def outlines(self, paths: Iterable[str]) -> dict[str, tuple[tuple[str, ...], ...]]:
+        """The heading paths of the current passages of each document at ``paths``, in document order
+        (a path with no passages maps to ``()``); read in batches, heading paths only."""
+        wanted = list(dict.fromkeys(paths))
+        found: dict[str, list[tuple[str, ...]]] = {path: [] for path in wanted}
+        for start in range(0, len(wanted), 500):
+            batch = tuple(wanted[start : start + 500])
+            rows = self._db.execute(
+                f"SELECT path, heading_path FROM passages WHERE path IN ({','.join('?' * len(batch))}) "
+                "ORDER BY path, ordinal",
+                batch,
+            )
+            for path, heading_path in rows:
+                found[path].append(tuple(json.loads(heading_path)))
+        return {path: tuple(heads) for path, heads in found.items()}
+
     def _passages_where(self, clause: str, args: tuple[Any, ...]) -> list[StoredPassage]:
         return [_stored_passage(row) for row in self._rows_where(clause, args)]
 
