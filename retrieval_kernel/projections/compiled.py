@@ -44,10 +44,14 @@ class AnalysedPassage:
     counts: dict[str, Counter[str]]
 
 
+def length_bytes(exact: np.ndarray) -> np.ndarray:
+    """Whoosh's one-byte logarithmic code of each field length (``length_to_byte``)."""
+    return np.minimum(np.searchsorted(_BYTE_LENGTHS, exact, side="left"), 255)
+
+
 def encoded_lengths(exact: np.ndarray) -> np.ndarray:
-    """Field lengths as Whoosh stores and scores them (a logarithmic one-byte code)."""
-    codes = np.minimum(np.searchsorted(_BYTE_LENGTHS, exact, side="left"), 255)
-    return _BYTE_LENGTHS[codes]
+    """Field lengths as Whoosh stores and scores them (the length each one-byte code stands for)."""
+    return _BYTE_LENGTHS[length_bytes(exact)]
 
 
 @dataclass
