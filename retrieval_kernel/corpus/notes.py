@@ -280,9 +280,29 @@ def header_block(lines: list[str]) -> dict[str, Any]:
     return found
 
 
+# libyaml (PyYAML's C loader) reads front matter about 8x faster; it takes only blocks it is known to
+# read as yaml.safe_load does: ASCII without tabs, tags, block scalars, anchors or directives (a
+# differential fuzz found differences only there), nested less deeply than safe_load's recursion
+# could notice. Whatever it cannot read goes to safe_load, which raises its own error.
+_C_LOADER = getattr(yaml, "CSafeLoader", None)
+_NOT_FOR_C_LOADER = re.compile(r"[^\x0a\x20-\x7e]|[!|>%@`&*?]")
+_C_LOADER_MAX_DEPTH = 64  # lines plus flow brackets: a bound on how deeply a block nests
+
+
+def _safe_load(block: str) -> Any:
+    """``yaml.safe_load(block)``, through libyaml when the block is one it reads identically."""
+    depth = block.count("\n") + block.count("[") + block.count("{")
+    if _C_LOADER is not None and depth < _C_LOADER_MAX_DEPTH and not _NOT_FOR_C_LOADER.search(block):
+        try:
+            return yaml.load(block, Loader=_C_LOADER)  # the safe loader, in C
+        except Exception:  # safe_load below raises its own error for it
+            pass
+    return yaml.safe_load(block)
+
+
 def _load_yaml(rel_path: str, block: str) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(block) if block.strip() else {}
+        data = _safe_load(block) if block.strip() else {}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 2 if mark is not None else 1
