@@ -133,6 +133,9 @@ def check_deadline(deadline: float | None, doing: str) -> None:
 
 
 PASSAGE_CACHE_LIMIT = 20_000
+# How a write begins, is undone and ends: on its own, or inside a batch's transaction
+_TRANSACTION = ("BEGIN IMMEDIATE", ("ROLLBACK",), "COMMIT")
+_SAVEPOINT = ("SAVEPOINT write", ("ROLLBACK TO write", "RELEASE write"), "RELEASE write")
 
 
 class RecordStore:
@@ -146,6 +149,7 @@ class RecordStore:
         self._cached: dict[str, tuple[tuple[str, int], StoredPassage]] = {}
         self._cached_at = -1
         self._parsed_documents: dict[tuple[Any, ...], StoredDocument] = {}  # by their whole row
+        self._in_batch = False  # inside batch(): writes are savepoints of one transaction
         try:
             store_dir.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
@@ -224,17 +228,49 @@ class RecordStore:
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """One atomic write: everything inside commits together or not at all.
 
+        Inside :meth:`batch` it is a savepoint of the batch's transaction (undone alone on failure).
         A database error (read-only file, full disk, lock timeout) becomes ``StoreError``.
         """
+        begin, undo, end = _SAVEPOINT if self._in_batch else _TRANSACTION
         try:
-            self._db.execute("BEGIN IMMEDIATE")
+            self._db.execute(begin)
             try:
                 yield self._db
             except BaseException:
-                self._db.execute("ROLLBACK")
+                for statement in undo:
+                    self._db.execute(statement)
                 raise
+            self._db.execute(end)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot write the record store at {self.path}: {exc}") from exc
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Commit the writes inside together (one commit instead of one per note).
+
+        Each write stays all-or-nothing, and every write that finished is committed when the
+        block ends, also when an exception (a deadline) ends it; a kill loses the batch's writes.
+        """
+        if self._in_batch:
+            yield
+            return
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot write the record store at {self.path}: {exc}") from exc
+        self._in_batch = True
+        try:
+            yield
+        finally:
+            self._in_batch = False
+            self._end_batch()
+
+    def _end_batch(self) -> None:
+        try:
             self._db.execute("COMMIT")
         except sqlite3.Error as exc:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
             raise StoreError(f"cannot write the record store at {self.path}: {exc}") from exc
 
     # ------------------------------------------------------------ documents
