@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import shutil
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,7 @@ from whoosh.scoring import BM25F
 from ..corpus.notes import Passage
 from ..errors import LaneUnavailableError, LexicalUnreadableError
 from ..store.progress import SILENT
-from ..store.records import ProjectionState, RecordStore, StoredPassage, check_deadline, utc_now
+from ..store.records import ProjectionState, RecordStore, check_deadline, utc_now
 from .compiled import AnalysedPassage, CompiledLexicon
 from .segment import write_index
 
@@ -52,20 +52,29 @@ def make_analyzer() -> Analyzer:
     return StemmingAnalyzer(expression=WORD_PATTERN, stemfn=porter2_stem, minsize=MIN_WORD)
 
 
-class _IndexTerms(dict[str, str | None]):
-    """Each word as the tokenizer matched it, mapped to its index term (``None``: a stop word or too short)."""
+class _TermCache(dict[str, str | None]):
+    """Words mapped to their index terms (``None``: a stop word or too short), each found once."""
+
+    def __init__(self, term_of: Callable[[str], str | None]) -> None:
+        super().__init__()
+        self.term_of = term_of
 
     def __missing__(self, word: str) -> str | None:
-        lower = word.lower()
-        term = porter2_stem(lower) if len(lower) >= MIN_WORD and lower not in STOP_WORDS else None
+        term = self.term_of(word)
         if len(self) >= TERM_CACHE_LIMIT:
             self.clear()
         self[word] = term
         return term
 
 
+def _term_of_lower(lower: str) -> str | None:
+    """The analyzer's stop filter and stemmer on a lower-cased word."""
+    return porter2_stem(lower) if len(lower) >= MIN_WORD and lower not in STOP_WORDS else None
+
+
 _WORDS = re.compile(WORD_PATTERN.replace("(", "(?:"))  # the same matches; findall then returns whole matches
-_INDEX_TERMS = _IndexTerms()
+_LOWER_TERMS = _TermCache(_term_of_lower)  # "Cell" and "cell" are stemmed once
+_INDEX_TERMS = _TermCache(lambda word: _LOWER_TERMS[word.lower()])
 
 
 def index_counts(text: str) -> Counter[str]:
@@ -212,12 +221,12 @@ class LexicalProjection:
             shutil.rmtree(folder)  # an unfinished build of this version (a killed refresh)
         folder.mkdir(parents=True)
         high_water = records.high_water()
-        passages = records.passages()
+        passages = records.all_passages()
         analysed: list[AnalysedPassage] = []
         with self.progress.track("lexical index", len(passages), "passage") as step:
-            for stored in passages.values():
+            for passage in passages:
                 check_deadline(deadline, "rebuilding the lexical index")
-                analysed.append(_analysed(stored.passage))
+                analysed.append(_analysed(passage))
                 step(1)
         compiled = CompiledLexicon.from_passages(analysed, version, high_water)
         lengths = {f"{name}_len": compiled.exact[name].astype(int).tolist() for name in compiled.matrices}
@@ -509,7 +518,7 @@ def _document(passage: Passage, counted: AnalysedPassage) -> dict[str, Any]:
     }
 
 
-def _check_built(folder: Path, passages: dict[str, StoredPassage]) -> None:
+def _check_built(folder: Path, passages: list[Passage]) -> None:
     """A new version must hold every passage and find the first one by one of its words."""
     index = whoosh_index.open_dir(folder)
     with index.searcher() as searcher:
@@ -518,7 +527,7 @@ def _check_built(folder: Path, passages: dict[str, StoredPassage]) -> None:
             raise LaneUnavailableError(
                 f"the new lexical index holds {count} passages, the record store {len(passages)}"
             )
-        probe = next((sp.passage for sp in passages.values() if analyze(sp.passage.text)), None)
+        probe = next((passage for passage in passages if analyze(passage.text)), None)
         if probe is not None:
             found = searcher.search(Term("body", analyze(probe.text)[0]), limit=None)
             if probe.id not in {hit["id"] for hit in found}:

@@ -372,7 +372,19 @@ class RecordStore:
 
     def passages_of(self, path: str) -> list[Passage]:
         """The current passages of one document, in document order."""
-        return [sp.passage for sp in self._passages_where("p.path = ?", (path,))]
+        return self._bare_passages("WHERE path = ?", (path,))
+
+    def all_passages(self) -> list[Passage]:
+        """Every current passage by path and position, without its document's facts (nothing to decode)."""
+        return self._bare_passages("", ())
+
+    def _bare_passages(self, where: str, args: tuple[Any, ...]) -> list[Passage]:
+        rows = self._db.execute(
+            "SELECT id, path, module, heading, heading_path, line_start, line_end, text, sha256, cell "
+            f"FROM passages {where} ORDER BY path, ordinal",
+            args,
+        )
+        return [_passage(row[:9], row[9]) for row in rows]
 
     def _passages_where(self, clause: str, args: tuple[Any, ...]) -> list[StoredPassage]:
         return [_stored_passage(row) for row in self._rows_where(clause, args)]
@@ -509,9 +521,10 @@ def _document(row: tuple[Any, ...]) -> StoredDocument:
     )
 
 
-def _stored_passage(row: tuple[Any, ...]) -> StoredPassage:
-    cell = json.loads(row[16]) if row[16] else {}
-    passage = Passage(
+def _passage(row: tuple[Any, ...], cell_json: str | None) -> Passage:
+    """A passage from its row's first nine columns (id to sha256) and its cell column."""
+    cell = json.loads(cell_json) if cell_json else {}
+    return Passage(
         id=row[0],
         path=row[1],
         module=row[2],
@@ -524,8 +537,11 @@ def _stored_passage(row: tuple[Any, ...]) -> StoredPassage:
         cell_id=cell.get("id"),
         cell_index=cell.get("index"),
     )
+
+
+def _stored_passage(row: tuple[Any, ...]) -> StoredPassage:
     return StoredPassage(
-        passage=passage,
+        passage=_passage(row[:9], row[16]),
         observed_at=row[9],
         indexed_at=row[10],
         metadata=json.loads(row[11]),
