@@ -35,7 +35,18 @@ from .compiled import CompiledLexicon, length_bytes
 
 BLOCK_LIMIT = 128  # postings per block: W3Codec's default blocklimit
 FLUSH_AT = 1 << 24  # bytes of postings or term rows buffered before they are written
-_TERM_INFO = struct.Struct("!BfIBBfII")  # W3TermInfo: flags, weight, df, min/max length bytes, max weight, ids
+_TERM_INFO = np.dtype(  # W3TermInfo's "!BfIBBfII", unpadded
+    [
+        ("flags", "u1"),
+        ("weight", ">f4"),
+        ("df", ">u4"),
+        ("shortest", "u1"),
+        ("longest", "u1"),
+        ("heaviest", ">f4"),
+        ("first_id", ">u4"),
+        ("last_id", ">u4"),
+    ]
+)
 _ROW_LENGTHS = struct.Struct("!ii")  # a hash-table row: key and value lengths
 
 
@@ -112,9 +123,9 @@ def _write_postings(fieldwriter: Any, schema: Schema, compiled: CompiledLexicon)
             continue  # as in Whoosh, a field without postings gets no number
         fieldwriter.start_field(name, schema[name])  # numbers the field in the term table's field map
         blocks = _Blocks(field)
-        for text, column in field.terms:
-            if blocks.first[column] < blocks.first[column + 1]:
-                terms.add(fieldwriter._fieldid, text, blocks, blocks.first[column], blocks.first[column + 1])
+        for text, term in field.terms:
+            if term in blocks.info:
+                terms.add(fieldwriter._fieldid, text, blocks, term)
         terms.flush()
         fieldwriter.finish_field()
 
@@ -150,8 +161,11 @@ def _id_field(values: list[str]) -> _Field:
 
 
 class _Blocks:
-    """Every block of a field (up to ``BLOCK_LIMIT`` postings of one term) and the statistics
-    ``W3PostingsWriter`` keeps for it, computed at once; term ``t`` has blocks ``first[t]:first[t + 1]``."""
+    """Every block of a field (up to ``BLOCK_LIMIT`` postings of one term) with the statistics
+    ``W3PostingsWriter`` keeps for it, and each term's ``W3TermInfo`` bytes, computed at once.
+
+    Term ``t`` has blocks ``first[t]:first[t + 1]``; ``info`` holds the terms with postings.
+    """
 
     def __init__(self, field: _Field) -> None:
         docnums, size = field.docnums, len(field.docnums)
@@ -159,21 +173,24 @@ class _Blocks:
         within = np.arange(size) - np.repeat(field.indptr[:-1], counts)  # each posting's place in its term
         starts = np.flatnonzero(within % BLOCK_LIMIT == 0)
         ends = np.append(starts[1:], size).astype(np.int64)
-        self.first = np.concatenate([[0], np.cumsum(-(-counts // BLOCK_LIMIT))]).tolist()
-        self.starts, self.ends, self.values = starts.tolist(), ends.tolist(), field.values
+        first = np.concatenate([[0], np.cumsum(-(-counts // BLOCK_LIMIT))])
         deltas = np.diff(docnums, prepend=0)
         deltas[starts] = docnums[starts]  # each block's first id is whole, the rest are gaps
-        self.deltas = deltas.tolist()
         stored = field.weights.astype(np.float32)  # as the block keeps them
-        self.stored = stored.tolist()
-        self.first_ids, self.last_ids = docnums[starts].tolist(), docnums[ends - 1].tolist()
-        self.heaviest = np.maximum.reduceat(field.weights, starts).tolist()
-        self.sums = np.add.reduceat(stored.astype(float), starts).tolist()
-        self.uniform = (np.minimum.reduceat(stored, starts) == np.maximum.reduceat(stored, starts)).tolist()
         codes = field.codes[docnums] if field.codes is not None else np.zeros(size, dtype=np.int64)
-        self.longest = np.maximum.reduceat(codes, starts).tolist()
-        shortest = np.minimum.reduceat(np.where(codes > 0, codes, 256), starts)  # 0 means no length: skipped
-        self.shortest = np.where(shortest == 256, 0, shortest).tolist()
+        blocks = {
+            "heaviest": np.maximum.reduceat(field.weights, starts),
+            "sums": np.add.reduceat(stored.astype(float), starts),
+            "shortest": _nonzero_minimum(codes, starts),  # 0: no length
+            "longest": np.maximum.reduceat(codes, starts),
+        }
+        self.info = _term_infos(field, counts, first, blocks)
+        self.first, self.starts, self.ends = first.tolist(), starts.tolist(), ends.tolist()
+        self.deltas, self.stored, self.values = deltas.tolist(), stored.tolist(), field.values
+        self.last_ids = docnums[ends - 1].tolist()
+        self.heaviest, self.shortest = blocks["heaviest"].tolist(), blocks["shortest"].tolist()
+        self.longest = blocks["longest"].tolist()
+        self.uniform = (np.minimum.reduceat(stored, starts) == np.maximum.reduceat(stored, starts)).tolist()
 
     def data(self, block: int) -> bytes:
         """The block uncompressed: its info tuple, then its ids, weights and values tuple, both pickled."""
@@ -187,6 +204,31 @@ class _Blocks:
         return info + data
 
 
+def _nonzero_minimum(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """The smallest non-zero value from each start to the next (0 where all are 0), as ``min_length`` keeps it."""
+    smallest = np.minimum.reduceat(np.where(values > 0, values, 256), starts)
+    return np.where(smallest == 256, 0, smallest)
+
+
+def _term_infos(
+    field: _Field, counts: np.ndarray, first: np.ndarray, blocks: dict[str, np.ndarray]
+) -> dict[int, bytes]:
+    """Each term's ``W3TermInfo.to_bytes`` without its extent: its blocks' statistics gathered, packed at once."""
+    held = np.flatnonzero(counts)
+    infos = np.zeros(len(held), dtype=_TERM_INFO)
+    if len(held):
+        runs = first[held]  # each term's first block
+        infos["weight"] = np.add.reduceat(blocks["sums"], runs)
+        infos["df"] = counts[held]
+        infos["shortest"] = _nonzero_minimum(blocks["shortest"], runs)
+        infos["longest"] = np.maximum.reduceat(blocks["longest"], runs)
+        infos["heaviest"] = np.maximum.reduceat(blocks["heaviest"], runs)
+        infos["first_id"] = field.docnums[field.indptr[held]]
+        infos["last_id"] = field.docnums[field.indptr[held + 1] - 1]
+    packed, size = infos.tobytes(), _TERM_INFO.itemsize
+    return dict(zip(held.tolist(), [packed[at : at + size] for at in range(0, len(packed), size)], strict=True))
+
+
 class _Terms:
     """A field writer's postings file and term table, appended to as its writers would, a chunk at a time."""
 
@@ -195,27 +237,17 @@ class _Terms:
         self.posts, self.rows = bytearray(), bytearray()
         self.posts_at, self.rows_at = self.postfile.tell(), self.table.dbfile.tell()
 
-    def add(self, field_id: int, text: bytes, blocks: _Blocks, first: int, stop: int) -> None:
+    def add(self, field_id: int, text: bytes, blocks: _Blocks, term: int) -> None:
         """One term: its blocks (``W3PostingsWriter``), then its row (``W3TermInfo``, ``OrderedHashWriter.add``)."""
         start = self.posts_at + len(self.posts)
         self.posts += WHOOSH3_HEADER_MAGIC
-        for block in range(first, stop):
+        last = blocks.first[term + 1] - 1
+        for block in range(blocks.first[term], last + 1):
             data = blocks.data(block)
-            self.posts += pack_int(-len(data) if block == stop - 1 else len(data))  # the last one is negative
+            self.posts += pack_int(-len(data) if block == last else len(data))  # the last one is negative
             self.posts += data
-        shortest = [code for code in blocks.shortest[first:stop] if code]
-        info = _TERM_INFO.pack(
-            0,
-            sum(blocks.sums[first:stop]),
-            blocks.ends[stop - 1] - blocks.starts[first],
-            min(shortest) if shortest else 0,
-            max(blocks.longest[first:stop]),
-            max(blocks.heaviest[first:stop]),
-            blocks.first_ids[first],
-            blocks.last_ids[stop - 1],
-        )
         extent = pack_long(start) + pack_int(self.posts_at + len(self.posts) - start)
-        self._row(pack_ushort(field_id) + text, info + extent)
+        self._row(pack_ushort(field_id) + text, blocks.info[term] + extent)
         if len(self.posts) > FLUSH_AT or len(self.rows) > FLUSH_AT:
             self.flush()
 
