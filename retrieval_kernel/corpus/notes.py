@@ -14,8 +14,9 @@ import datetime as dt
 import errno
 import hashlib
 import math
+import os
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
@@ -132,7 +133,8 @@ def scan_notes(root: Path) -> NoteScan:
 
 def _walk(root: Path, folder: Path, real_root: Path, found: list[Path], skipped: list[str]) -> None:
     try:
-        entries = sorted(folder.iterdir())
+        with os.scandir(folder) as listing:  # the listing says what each entry is: no stat per file
+            entries = sorted(listing, key=lambda entry: entry.name)
     except OSError as exc:
         if folder == root:
             raise NotesDirError(f"notes directory {root} cannot be listed: {exc.strerror or exc}") from exc
@@ -141,17 +143,26 @@ def _walk(root: Path, folder: Path, real_root: Path, found: list[Path], skipped:
     for entry in entries:
         if entry.name.startswith("."):
             continue
-        is_note = entry.suffix.lower() in NOTE_SUFFIXES
-        if entry.is_symlink():
-            problem = _link_problem(entry, real_root, is_note)
+        path = folder / entry.name
+        is_note = path.suffix.lower() in NOTE_SUFFIXES
+        if _entry_is(entry.is_symlink):
+            problem = _link_problem(path, real_root, is_note)
             if problem is not None:
-                skipped.append(f"{entry.relative_to(root).as_posix()}: {problem}")
-            elif is_note and entry.is_file():
-                found.append(entry)
-        elif entry.is_dir():
-            _walk(root, entry, real_root, found, skipped)
-        elif is_note and entry.is_file():
-            found.append(entry)
+                skipped.append(f"{path.relative_to(root).as_posix()}: {problem}")
+            elif is_note and path.is_file():
+                found.append(path)
+        elif _entry_is(entry.is_dir):
+            _walk(root, path, real_root, found, skipped)
+        elif is_note and _entry_is(entry.is_file):
+            found.append(path)
+
+
+def _entry_is(test: Callable[[], bool]) -> bool:
+    """A directory entry's type test, false when it cannot be told (as ``Path.is_dir`` and friends answer)."""
+    try:
+        return test()
+    except OSError:
+        return False
 
 
 def _link_problem(link: Path, real_root: Path, is_note: bool) -> str | None:
