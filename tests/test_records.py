@@ -117,6 +117,15 @@ def test_a_batch_keeps_every_write_that_finished(tmp_path: Path, store: RecordSt
         assert reader.passages_of("c.md") == []
 
 
+def test_a_batch_that_writes_nothing_takes_no_lock(tmp_path: Path, store: RecordStore) -> None:
+    with RecordStore(tmp_path / "store") as other:
+        with other.transaction(), store.batch():  # another writer holds the store's write lock
+            assert store.documents() == {}
+        with store.batch():
+            store.upsert(note_v1(), 1, 1, AT)
+        assert sorted(other.documents()) == ["a.md"]
+
+
 def test_delete_tombstones_and_logs(store: RecordStore) -> None:
     store.upsert(note_v1(), 1, 1, AT)
     other = parse_note("b.md", "# B\nkeep me\n")

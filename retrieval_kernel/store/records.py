@@ -233,6 +233,8 @@ class RecordStore:
         """
         begin, undo, end = _SAVEPOINT if self._in_batch else _TRANSACTION
         try:
+            if self._in_batch and not self._db.in_transaction:
+                self._db.execute("BEGIN IMMEDIATE")  # the batch's transaction, at its first write
             self._db.execute(begin)
             try:
                 yield self._db
@@ -250,14 +252,11 @@ class RecordStore:
 
         Each write stays all-or-nothing, and every write that finished is committed when the
         block ends, also when an exception (a deadline) ends it; a kill loses the batch's writes.
+        The transaction begins at the first write: a batch that writes nothing takes no lock.
         """
         if self._in_batch:
             yield
             return
-        try:
-            self._db.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot write the record store at {self.path}: {exc}") from exc
         self._in_batch = True
         try:
             yield
@@ -267,7 +266,8 @@ class RecordStore:
 
     def _end_batch(self) -> None:
         try:
-            self._db.execute("COMMIT")
+            if self._db.in_transaction:
+                self._db.execute("COMMIT")
         except sqlite3.Error as exc:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")
