@@ -133,6 +133,9 @@ def check_deadline(deadline: float | None, doing: str) -> None:
 
 
 PASSAGE_CACHE_LIMIT = 20_000
+# How a write begins, is undone and ends: on its own, or inside a batch's transaction
+_TRANSACTION = ("BEGIN IMMEDIATE", ("ROLLBACK",), "COMMIT")
+_SAVEPOINT = ("SAVEPOINT write", ("ROLLBACK TO write", "RELEASE write"), "RELEASE write")
 
 
 class RecordStore:
@@ -146,6 +149,7 @@ class RecordStore:
         self._cached: dict[str, tuple[tuple[str, int], StoredPassage]] = {}
         self._cached_at = -1
         self._parsed_documents: dict[tuple[Any, ...], StoredDocument] = {}  # by their whole row
+        self._in_batch = False  # inside batch(): writes are savepoints of one transaction
         try:
             store_dir.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
@@ -224,17 +228,49 @@ class RecordStore:
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """One atomic write: everything inside commits together or not at all.
 
+        Inside :meth:`batch` it is a savepoint of the batch's transaction (undone alone on failure).
         A database error (read-only file, full disk, lock timeout) becomes ``StoreError``.
         """
+        begin, undo, end = _SAVEPOINT if self._in_batch else _TRANSACTION
         try:
-            self._db.execute("BEGIN IMMEDIATE")
+            if self._in_batch and not self._db.in_transaction:
+                self._db.execute("BEGIN IMMEDIATE")  # the batch's transaction, at its first write
+            self._db.execute(begin)
             try:
                 yield self._db
             except BaseException:
-                self._db.execute("ROLLBACK")
+                for statement in undo:
+                    self._db.execute(statement)
                 raise
-            self._db.execute("COMMIT")
+            self._db.execute(end)
         except sqlite3.Error as exc:
+            raise StoreError(f"cannot write the record store at {self.path}: {exc}") from exc
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Commit the writes inside together (one commit instead of one per note).
+
+        Each write stays all-or-nothing, and every write that finished is committed when the
+        block ends, also when an exception (a deadline) ends it; a kill loses the batch's writes.
+        The transaction begins at the first write: a batch that writes nothing takes no lock.
+        """
+        if self._in_batch:
+            yield
+            return
+        self._in_batch = True
+        try:
+            yield
+        finally:
+            self._in_batch = False
+            self._end_batch()
+
+    def _end_batch(self) -> None:
+        try:
+            if self._db.in_transaction:
+                self._db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
             raise StoreError(f"cannot write the record store at {self.path}: {exc}") from exc
 
     # ------------------------------------------------------------ documents
@@ -336,7 +372,19 @@ class RecordStore:
 
     def passages_of(self, path: str) -> list[Passage]:
         """The current passages of one document, in document order."""
-        return [sp.passage for sp in self._passages_where("p.path = ?", (path,))]
+        return self._bare_passages("WHERE path = ?", (path,))
+
+    def all_passages(self) -> list[Passage]:
+        """Every current passage by path and position, without its document's facts (nothing to decode)."""
+        return self._bare_passages("", ())
+
+    def _bare_passages(self, where: str, args: tuple[Any, ...]) -> list[Passage]:
+        rows = self._db.execute(
+            "SELECT id, path, module, heading, heading_path, line_start, line_end, text, sha256, cell "
+            f"FROM passages {where} ORDER BY path, ordinal",
+            args,
+        )
+        return [_passage(row[:9], row[9]) for row in rows]
 
     def outlines(self, paths: Iterable[str]) -> dict[str, tuple[tuple[str, ...], ...]]:
         """The heading paths of the current passages of each document at ``paths``, in document order
@@ -489,9 +537,10 @@ def _document(row: tuple[Any, ...]) -> StoredDocument:
     )
 
 
-def _stored_passage(row: tuple[Any, ...]) -> StoredPassage:
-    cell = json.loads(row[16]) if row[16] else {}
-    passage = Passage(
+def _passage(row: tuple[Any, ...], cell_json: str | None) -> Passage:
+    """A passage from its row's first nine columns (id to sha256) and its cell column."""
+    cell = json.loads(cell_json) if cell_json else {}
+    return Passage(
         id=row[0],
         path=row[1],
         module=row[2],
@@ -504,8 +553,11 @@ def _stored_passage(row: tuple[Any, ...]) -> StoredPassage:
         cell_id=cell.get("id"),
         cell_index=cell.get("index"),
     )
+
+
+def _stored_passage(row: tuple[Any, ...]) -> StoredPassage:
     return StoredPassage(
-        passage=passage,
+        passage=_passage(row[:9], row[16]),
         observed_at=row[9],
         indexed_at=row[10],
         metadata=json.loads(row[11]),
