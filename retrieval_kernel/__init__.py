@@ -2,7 +2,8 @@
 
 ``%load_ext retrieval_kernel`` registers the ``%context`` magics; from Python use
 :class:`Workspace` (index and query a notes folder) and the :class:`Packet` it returns;
-:func:`select_applicable` returns only the records that apply (applicability selection).
+:func:`select_packet` returns the packet of only the records that apply (applicability selection;
+:func:`select_applicable` gives the bare selection).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from .applicability import (
     RuleSelector,
     SelectedRecord,
     select_applicable,
+    select_packet,
 )
 from .errors import (
     BudgetError,
@@ -110,6 +112,7 @@ __all__ = [
     "check_grounding",
     "load_ipython_extension",
     "select_applicable",
+    "select_packet",
     "verify_packet",
 ]
 

@@ -678,6 +678,10 @@ def test_a_selection_has_the_packet_contract_and_its_own_fields(workspace: Works
     assert fields["open_questions"] == ["who owns the billing pager rotation"]
     assert all(r["reason"] and r["detail"] for r in fields["rejected"])
     assert chosen.trace_id and selected["trace_id"] == chosen.trace_id
+    again = select_packet(
+        workspace, query, selector=RuleSelector(PARAMS), as_of="2026-11-01", max_chars=6000, refresh=False
+    )
+    assert again.trace_id == chosen.trace_id and again.evidence == chosen.evidence  # timings never move the room
     for shown in (str(chosen), chosen._repr_markdown_(), chosen._repr_html_()):
         assert "hooks-constant-time" in shown and "pager rotation" in shown
     empty = select_packet(workspace, "What is the office coffee budget?", selector=RuleSelector(PARAMS), refresh=False)

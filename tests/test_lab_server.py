@@ -136,10 +136,18 @@ def test_passage_gives_the_stored_lines_and_their_lab_path(server: Server) -> No
     assert status == 404 and "no passage with that id" in missing["error"]
 
 
-def test_select_answers_the_applicability_selection(server: Server) -> None:
-    status, selection = call(server, "select", {"question": QUESTION, "lanes": ["identity", "lexical"]})
-    assert status == 200, selection
-    assert isinstance(selection, dict) and selection
+def test_select_answers_a_selection_packet_and_where_each_note_opens(server: Server) -> None:
+    body = {"question": QUESTION, "lanes": ["identity", "lexical"], "budget": 4000}
+    status, answer = call(server, "select", body)
+    assert status == 200, answer
+    packet = answer["packet"]
+    assert packet["as_of"] == "2026-10-15" and packet["budget"]["limit"] == 4000  # as the query endpoint
+    assert packet["selection"]["outcome"] in {"selected", "empty", "needs_condition"}
+    selected = {record["path"] for record in packet["selection"]["records"]}
+    assert {item["path"] for item in packet["evidence"]} <= selected
+    assert answer["links"] == {item["id"]: f"notes/{item['path']}" for item in packet["evidence"]}
+    status, refused = call(server, "select", {"question": QUESTION, "budget": 10})
+    assert status == 400 and "budget must be 1,000-1,000,000" in refused["error"]
 
 
 @pytest.mark.parametrize(

@@ -23,7 +23,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
-from retrieval_kernel import Workspace, check_grounding, select_applicable
+from retrieval_kernel import Workspace, check_grounding, select_packet
 from retrieval_kernel.agents.mcp_server import build_server, parse_http
 from retrieval_kernel.agents.service import EvidenceService, ServerConfig
 from retrieval_kernel.cli import main as cli_main
@@ -327,7 +327,8 @@ def test_bad_resource_requests_are_errors(service: EvidenceService) -> None:
 
 def test_select_and_check_grounding_equal_the_library(service: EvidenceService) -> None:
     async def calls(client: Client) -> tuple[Any, Any, dict[str, Any]]:
-        selection = await client.call_tool("select", {"question": REFUND, "when": {"region": "uk"}, "intent": "verify"})
+        args = {"question": REFUND, "when": {"region": "uk"}, "intent": "verify", "as_of": AS_OF, "max_chars": 5000}
+        selection = await client.call_tool("select", args)
         packet = (await client.call_tool("context", {"question": REFUND, "as_of": AS_OF})).structured_content
         answer = "Refunds are allowed for 14 days [e1]\nThe window is 60 days"
         return selection, await client.call_tool("check_grounding", {"answer": answer, "packet": packet}), packet
@@ -335,17 +336,30 @@ def test_select_and_check_grounding_equal_the_library(service: EvidenceService) 
     selection, grounding, packet = in_memory(service, calls)
     expected = (
         service.submit(
-            lambda ws: select_applicable(
-                ws, REFUND, {"region": "uk"}, intent="verify", lanes=LANES, scopes=["tenant-a"]
+            lambda ws: select_packet(
+                ws,
+                REFUND,
+                {"region": "uk"},
+                intent="verify",
+                lanes=LANES,
+                scopes=["tenant-a"],
+                as_of=AS_OF,
+                max_chars=5000,
             )
         )
         .result()
         .to_dict()
     )
-    timing = {"selection_ms", "retrieval_ms"}
-    assert {k: v for k, v in selection.structured_content.items() if k not in timing} == {
-        k: v for k, v in expected.items() if k not in timing
-    }
+
+    def untimed(data: dict[str, Any]) -> dict[str, Any]:
+        timing = {"selection_ms", "retrieval_ms"}
+        return {**data, "selection": {k: v for k, v in data["selection"].items() if k not in timing}}
+
+    got = selection.structured_content
+    assert untimed(got) == untimed(expected)  # the packet, its evidence and the selection: the library's
+    assert got["as_of"] == AS_OF and got["budget"]["limit"] == 5000 and len(selection.content[0].text) <= 5000
+    selected = {record["path"] for record in got["selection"]["records"]}
+    assert got["evidence"] and {item["path"] for item in got["evidence"]} <= selected
     answer = "Refunds are allowed for 14 days [e1]\nThe window is 60 days"
     assert grounding.structured_content == check_grounding(packet, answer).to_dict()
 

@@ -55,6 +55,7 @@ PUBLIC = [
     "check_grounding",
     "load_ipython_extension",
     "select_applicable",
+    "select_packet",
     "verify_packet",
 ]
 

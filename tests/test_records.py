@@ -118,6 +118,34 @@ def test_failed_upsert_rolls_back_everything(store: RecordStore) -> None:
     assert store.documents()["a.md"].revision == 2
 
 
+def test_a_batch_keeps_every_write_that_finished(tmp_path: Path, store: RecordStore) -> None:
+    """In a batch a failed write is undone alone; the others commit when the batch ends, also by an exception."""
+    good = note_v2()
+    clash = dataclasses.replace(good.passages[0], line_start=99)
+    broken = dataclasses.replace(good, path="c.md", passages=(good.passages[0], clash))
+    with pytest.raises(RuntimeError), store.batch():
+        store.upsert(note_v1(), 1, 1, AT)
+        with pytest.raises((sqlite3.Error, StoreError)):
+            store.upsert(broken, 2, 2, AT)
+        store.upsert(parse_note("b.md", "# B\nkeep me\n"), 1, 1, AT)
+        with RecordStore(tmp_path / "store") as reader:  # nothing is visible before the batch ends
+            assert reader.documents() == {}
+        raise RuntimeError("a deadline")
+    with RecordStore(tmp_path / "store") as reader:
+        assert sorted(reader.documents()) == ["a.md", "b.md"]
+        assert [path for _, path, _ in reader.changes_since(0)] == ["a.md", "b.md"]
+        assert reader.passages_of("c.md") == []
+
+
+def test_a_batch_that_writes_nothing_takes_no_lock(tmp_path: Path, store: RecordStore) -> None:
+    with RecordStore(tmp_path / "store") as other:
+        with other.transaction(), store.batch():  # another writer holds the store's write lock
+            assert store.documents() == {}
+        with store.batch():
+            store.upsert(note_v1(), 1, 1, AT)
+        assert sorted(other.documents()) == ["a.md"]
+
+
 def test_delete_tombstones_and_logs(store: RecordStore) -> None:
     store.upsert(note_v1(), 1, 1, AT)
     other = parse_note("b.md", "# B\nkeep me\n")

@@ -26,7 +26,7 @@ from ..output.instructions import EVIDENCE_NOTICE
 from ..output.packet import MAX_BUDGET, MIN_BUDGET, serialize
 from ..pipeline.requests import DEFAULT_TOP, MAX_TOP
 from ..pipeline.workspace import Workspace
-from .schemas import GroundingOut, PacketOut, PassageOut, SelectionOut, StatusOut
+from .schemas import GroundingOut, PacketOut, PassageOut, SelectionPacketOut, StatusOut
 from .service import EvidenceService
 
 T = TypeVar("T")
@@ -134,9 +134,11 @@ def _add_tools(server: NotesServer, service: EvidenceService) -> None:
         return result
 
     @server.tool(
-        description="Applicability selection: the smallest set of records (notes) that apply to the task, "
-        'given its conditions `when` (e.g. {"tenant": "tenant-a"}), and each rejected candidate with '
-        "its reason. " + RULE
+        description="Applicability selection as a packet: the smallest set of records (notes) that apply to the "
+        'task, given its conditions `when` (e.g. {"tenant": "tenant-a"}). The result is the packet of those '
+        "records only (evidence cited to lines, clocks, validity, conflicts, within max_chars) plus a "
+        "`selection` object: the outcome (selected, empty or needs_condition), the records and the need each "
+        "covers, open questions, and each rejected candidate with its reason. " + RULE
     )
     async def select(
         question: Question,
@@ -146,9 +148,15 @@ def _add_tools(server: NotesServer, service: EvidenceService) -> None:
         intent: IntentArg = "orient",
         lanes: Lanes = None,
         scopes: Scopes = None,
-    ) -> Annotated[CallToolResult, SelectionOut]:
-        data = await _run(service, lambda ws: service.select(ws, question, when, intent, lanes, scopes))
-        return _result(data)
+        max_chars: Annotated[
+            int, Field(description=f"cap on the serialized packet, {MIN_BUDGET:,}-{MAX_BUDGET:,} characters")
+        ] = 20_000,
+        as_of: Annotated[str | None, Field(description="clock for source ages, YYYY-MM-DD")] = None,
+    ) -> Annotated[CallToolResult, SelectionPacketOut]:
+        packet = await _run(
+            service, lambda ws: service.select(ws, question, when, intent, lanes, scopes, max_chars, as_of)
+        )
+        return _result(packet.to_dict(), packet.to_json())
 
     @server.tool(
         description="Check an answer against the packet it was written from: one claim per line, citing "

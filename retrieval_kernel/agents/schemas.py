@@ -239,19 +239,24 @@ class GroundingOut(_Open):
 
 
 class SelectionOut(_Open):
-    """The applicability selection: 0..N records that apply, and each rejected candidate with its reason."""
+    """What a selection adds to its packet: 0..N records that apply, and each rejected candidate with its reason."""
 
-    query: str
-    intent: str
+    outcome: str  # selected | empty | needs_condition
     selector: str
     fallback: str | None
-    outcome: str  # selected | empty | needs_condition
-    needs_condition: dict[str, Any] | None  # the unknown deciding condition and the records on each side
-    open_questions: list[str]  # parts of the question no record answers
     conditions: dict[str, list[str]]
     condition_matches: list[dict[str, Any]]
-    empty: bool
-    records: list[dict[str, Any]]
-    rejected: list[dict[str, Any]]
+    needs_condition: dict[str, Any] | None  # the unknown deciding condition and the records on each side
+    open_questions: list[str]  # parts of the question no record answers
+    records: list[dict[str, Any]]  # each record, its capsule and the need it covers (its passages are evidence)
+    rejected: list[dict[str, Any]]  # the first rejected candidates, each with its reason
+    rejected_count: int
     candidates: int
-    lanes: list[dict[str, Any]]
+    selection_ms: float
+    retrieval_ms: float | None
+
+
+class SelectionPacketOut(PacketOut):
+    """A selection is a packet (docs/applicability.md): the packet of the selected records, plus ``selection``."""
+
+    selection: SelectionOut

@@ -21,6 +21,7 @@ from ..errors import InputError, ScopeError, UnknownPassageError
 from ..output.grounding import check_grounding
 from ..output.instructions import EVIDENCE_NOTICE, instruction_cue
 from ..output.packet import MAX_BUDGET, Packet
+from ..output.selection_packet import SelectionPacket
 from ..pipeline.candidates import ALL_SCOPES, visible
 from ..pipeline.requests import DEFAULT_TOP, LANES, MAX_TOP, checked_lanes, checked_scopes
 from ..pipeline.workspace import Workspace
@@ -172,11 +173,13 @@ class EvidenceService:
         intent: str = "orient",
         lanes: Sequence[str] | None = None,
         scopes: Sequence[str] | None = None,
-    ) -> dict[str, Any]:
-        """The applicability selection (as ``retrieval-kernel query --select``)."""
-        from ..applicability import select_applicable
+        max_chars: int = 20_000,
+        as_of: str | None = None,
+    ) -> SelectionPacket:
+        """The selection as a packet (as ``retrieval-kernel query --select``): same budget and clock as ``context``."""
+        from ..applicability import select_packet
 
-        selection = select_applicable(
+        return select_packet(
             workspace,
             question,
             conditions=when or None,
@@ -184,8 +187,9 @@ class EvidenceService:
             lanes=self.lanes_for(lanes),
             scopes=sorted(self.scopes_for(scopes)),
             refresh=True,
+            as_of=as_of or self.config.as_of,
+            max_chars=max_chars,
         )
-        return selection.to_dict()
 
     def read_passage(
         self, workspace: Workspace, passage_id: str, scopes: Sequence[str] | None = None

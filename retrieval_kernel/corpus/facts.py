@@ -37,7 +37,8 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from copy import deepcopy
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from .status import PARTLY_SUPERSEDED, STATUSES, SUPERSEDED, normalize_status
@@ -111,7 +112,10 @@ class NoteFacts:
     date_line: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        """Every field, tuples as lists and ``asserts`` as a copy (what ``dataclasses.asdict`` gave, without
+        its deep copy of every value: a note is stored with this, so it is paid once per note)."""
+        data = {name: getattr(self, name) for name in _FACT_FIELDS}
+        data["asserts"] = deepcopy(dict(self.asserts))
         return {key: list(value) if isinstance(value, tuple) else value for key, value in data.items()}
 
     @classmethod
@@ -130,6 +134,9 @@ class NoteFacts:
     @property
     def is_counter_evidence(self) -> bool:
         return (self.kind or "").lower() in FAILURE_KINDS
+
+
+_FACT_FIELDS = tuple(f.name for f in fields(NoteFacts))
 
 
 def read_facts(

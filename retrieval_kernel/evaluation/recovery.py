@@ -168,17 +168,18 @@ from retrieval_kernel.store import records
 from retrieval_kernel.pipeline.workspace import Workspace
 
 where = sys.argv[3]
-if where == "store":  # pause after the second note of the refresh is committed
-    original = records.RecordStore.upsert
-    calls = []
-    def upsert(self, *args, **kwargs):
-        seq = original(self, *args, **kwargs)
-        calls.append(seq)
-        if len(calls) == 2:
+if where == "store":  # pause after the second note of the refresh is committed (each note its own batch)
+    from retrieval_kernel.store import indexing
+    indexing.BATCH_NOTES = 1
+    original = records.RecordStore._end_batch
+    commits = []
+    def end_batch(self):
+        original(self)
+        commits.append(1)
+        if len(commits) == 2:
             print("PAUSED", flush=True)
             time.sleep(600)
-        return seq
-    records.RecordStore.upsert = upsert
+    records.RecordStore._end_batch = end_batch
 else:  # pause with the next lexical version written beside the serving one, before the switch
     def paused(folder, passages):
         print("PAUSED", flush=True)

@@ -47,14 +47,12 @@ class LabService:
     async def query(self, body: Mapping[str, Any]) -> dict[str, Any]:
         service = self._service()
         question = _question(body)
-        budget = _whole(body, "budget", self.settings.budget.limit if self.settings.budget.unit == "chars" else 20_000)
-        if not MIN_BUDGET <= budget <= MAX_BUDGET:
-            raise InputError(f"budget must be {MIN_BUDGET:,}-{MAX_BUDGET:,} characters, not {budget:,}")
+        budget = self._budget(body)
         intent = _text(body, "intent") or self.settings.intent
         top = _whole(body, "top", self.settings.top or DEFAULT_TOP)
         lanes = _texts(body, "lanes")
         scopes = _texts(body, "scopes")
-        as_of = _text(body, "as_of") or (self.settings.as_of.isoformat() if self.settings.as_of else None)
+        as_of = self._as_of(body)
         page = await service.run(
             lambda ws: service.context(ws, question, budget, intent, top, lanes, as_of, None, scopes)
         )
@@ -70,7 +68,22 @@ class LabService:
             raise InputError('"when" must be an object of conditions, e.g. {"tenant": "tenant-a"}')
         intent = _text(body, "intent") or self.settings.intent
         lanes, scopes = _texts(body, "lanes"), _texts(body, "scopes")
-        return await service.run(lambda ws: service.select(ws, question, when, intent, lanes, scopes))
+        budget, as_of = self._budget(body), self._as_of(body)
+        selection = await service.run(
+            lambda ws: service.select(ws, question, when, intent, lanes, scopes, budget, as_of)
+        )
+        packet = selection.to_dict()
+        links = {item["id"]: self.lab_path(item["path"]) for item in packet["evidence"]}
+        return {"packet": packet, "links": links}
+
+    def _budget(self, body: Mapping[str, Any]) -> int:
+        budget = _whole(body, "budget", self.settings.budget.limit if self.settings.budget.unit == "chars" else 20_000)
+        if not MIN_BUDGET <= budget <= MAX_BUDGET:
+            raise InputError(f"budget must be {MIN_BUDGET:,}-{MAX_BUDGET:,} characters, not {budget:,}")
+        return budget
+
+    def _as_of(self, body: Mapping[str, Any]) -> str | None:
+        return _text(body, "as_of") or (self.settings.as_of.isoformat() if self.settings.as_of else None)
 
     async def status(self) -> dict[str, Any]:
         """The index state; ``refreshing`` at once while this server's refresh runs (no queueing behind it)."""

@@ -31,9 +31,31 @@ _CUES: tuple[tuple[str, str], ...] = (
 )
 _PATTERNS = tuple((name, re.compile(pattern, re.IGNORECASE)) for name, pattern in _CUES)
 
+# Words a match of each cue must contain (every group: at least one of its words). An ASCII text
+# lacking them cannot match, so its pattern is not run: most passages skip every scan.
+_NEEDED: dict[str, tuple[tuple[str, ...], ...]] = {
+    "ignore previous": (("ignore", "disregard", "forget", "override"),),
+    "you must now": (("you",), ("now",)),
+    "new instructions": (("instruction",),),
+    "run this command": (("run", "exec"), ("command", "script", "code")),
+    "shell command": (("rm", "sudo", "curl", "chmod"),),
+    "as an ai": (("as", "dear"), ("ai", "assistant", "agent", "model")),
+    "system prompt": (("prompt", "jailbreak", "developer"),),
+    "do not tell": (("not", "don't", "never"), ("tell", "inform", "mention"), ("user",)),
+}
+
 
 @lru_cache(maxsize=4096)  # a packet is measured several times while it is fitted to its budget
 def instruction_cue(text: str) -> str | None:
     """The first cue (by position in ``text``) that makes it read like an instruction to an agent, else ``None``."""
-    found = [(match.start(), name) for name, pattern in _PATTERNS if (match := pattern.search(text))]
+    lowered = text.lower() if text.isascii() else None  # case folding beyond ASCII: scan everything
+    found = [
+        (match.start(), name)
+        for name, pattern in _PATTERNS
+        if (lowered is None or _may_match(lowered, name)) and (match := pattern.search(text))
+    ]
     return min(found)[1] if found else None
+
+
+def _may_match(lowered: str, cue: str) -> bool:
+    return all(any(word in lowered for word in group) for group in _NEEDED[cue])

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from .packet import Packet, serialize
 
 MAX_DERIVED_CLAIMS = 2  # derived claims repeated in the packet (the evidence quotes their passages)
+TIMING_RESERVE = 9_999_999.999  # the widest timing a selection reports (ms)
 MAX_LISTED_REJECTED = 10  # rejected candidates named in the packet; rejected_count counts them all
 CAPSULE_KEYS = ("claims", "applies_when", "conditions_text", "status", "superseded_by", "rule", "critical", "derived")
 
@@ -63,7 +64,11 @@ def _capsule(capsule: dict[str, Any] | None) -> dict[str, Any] | None:
 
 def selection_size(selection: ApplicabilitySelection, unit: str) -> int:
     """How much of a budget (``unit``: chars or bytes) the selection's own fields take."""
-    text = serialize({"selection": selection_fields(selection)})
+    fields = selection_fields(selection)
+    # Timings are sized at their widest, so the room left for evidence (and with it the packet and its
+    # trace id) does not change with how long this run took.
+    fields.update(selection_ms=TIMING_RESERVE, retrieval_ms=TIMING_RESERVE)
+    text = serialize({"selection": fields})
     return len(text.encode("utf-8")) if unit == "bytes" else len(text)
 
 

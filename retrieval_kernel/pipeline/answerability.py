@@ -225,11 +225,11 @@ class Judge:
     def __init__(
         self,
         lexical: LexicalProjection,
-        outline: Callable[[str], Sequence[tuple[str, ...]]],
+        outlines: Callable[[Sequence[str]], Mapping[str, Sequence[tuple[str, ...]]]],
         models: Models | None = None,
     ) -> None:
         self.lexical = lexical
-        self.outline = outline  # the heading paths of the passages of the note at a path
+        self.outlines = outlines  # the heading paths of the passages of each note at the paths given
         self._models = models
 
     @property
@@ -304,6 +304,8 @@ class Judge:
         background = statistics.median(seen.values()) if seen else 0.0
         floor = min(seen.values()) if seen else 0.0  # a passage the dense pool did not reach is below its last
         out: dict[str, Signals] = {}
+        titled = [stored.passage.path for stored in passages if len(stored.passage.heading_path) == 1]
+        outlines = self.outlines(titled) if titled else {}
         for stored, words in zip(passages, self._word_sets(passages, idf), strict=True):
             pid = stored.passage.id
             cosine = cosines.get(pid, floor)
@@ -313,7 +315,7 @@ class Judge:
                 cosine=round(cosine, 4),
                 margin=round(cosine - background, 4),
                 agreement=float(all(pid in ids for ids in proposed)),
-                intro=self._intro(stored),
+                intro=_intro(stored, outlines),
                 unknown=unknown,
             )
         return out
@@ -329,13 +331,6 @@ class Judge:
         if held is None:
             return [_words(stored) for stored in passages]
         return [found | _module_words(stored.passage.module) for found, stored in zip(held, passages, strict=True)]
-
-    def _intro(self, stored: StoredPassage) -> float:
-        """1.0 for a note's title section when the note has sections under that title."""
-        head = stored.passage.heading_path
-        if len(head) != 1:
-            return 0.0
-        return float(any(len(other) > 1 and other[0] == head[0] for other in self.outline(stored.passage.path)))
 
     def _idf(self, terms: Sequence[str], unseen: Unseen | None = None) -> tuple[dict[str, float], set[str]]:
         """BM25's idf of each content term over the passages the caller may see, and the terms none holds."""
@@ -360,6 +355,14 @@ def _words(stored: StoredPassage) -> frozenset[str]:
     """The terms a passage offers: its text, its heading path and its note's name."""
     passage = stored.passage
     return _terms_of(" ".join([passage.text, *passage.heading_path, passage.module.replace("-", " ")]))
+
+
+def _intro(stored: StoredPassage, outlines: Mapping[str, Sequence[tuple[str, ...]]]) -> float:
+    """1.0 for a note's title section when the note has sections under that title."""
+    head = stored.passage.heading_path
+    if len(head) != 1:
+        return 0.0
+    return float(any(len(other) > 1 and other[0] == head[0] for other in outlines.get(stored.passage.path, ())))
 
 
 def _module_words(module: str) -> frozenset[str]:

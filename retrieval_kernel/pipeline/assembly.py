@@ -173,9 +173,12 @@ class _Room:
         )
         self.used = frame.size()
         self.items = 0
+        self._measured: tuple[Evidence | None, int] = (None, 0)  # the last item measured (fits, then take)
 
     def cost(self, item: Evidence) -> int:
-        return self.budget.measure(serialize(evidence_dict(item))) + (1 if self.items else 0)
+        if self._measured[0] is not item:
+            self._measured = (item, self.budget.measure(serialize(evidence_dict(item))))
+        return self._measured[1] + (1 if self.items else 0)
 
     def fits(self, item: Evidence) -> bool:
         return self.used + self.cost(item) <= self.budget.limit

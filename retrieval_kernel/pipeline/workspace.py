@@ -65,6 +65,7 @@ if TYPE_CHECKING:
     from .rerank import Reranker
 
 LEAD_PASSAGE_MIN_WORDS = 25  # a successor pulled in for a superseded note is shown by its first such passage
+OUTLINE_CACHE_LIMIT = 50_000  # notes whose heading paths are kept between queries (per change-log state)
 
 
 class Workspace(Upkeep):
@@ -135,9 +136,9 @@ class Workspace(Upkeep):
         self.dense_lane = DenseLane(self, embedder, self.chroma)
         self._views: dict[frozenset[str], ScopeViews] = {}  # by the caller's scopes
         self._eligibilities: dict[tuple[frozenset[str], dt.date], tuple[ScopeView, Eligibility]] = {}
-        self.judge = Judge(self.lexical_lane.projection, self._outline)
-        self._outlines: dict[str, tuple[tuple[str, ...], ...]] = {}  # note path -> heading paths, at _outlines_at
-        self._outlines_at = -1
+        self.judge = Judge(self.lexical_lane.projection, self._outlines_of)
+        self._outlines: dict[str, tuple[tuple[str, ...], ...]] = {}
+        self._outlines_at = -1  # the change-log state ``_outlines`` was read at
         self.judge_answers = judge_answers  # off: every candidate counts as answering (the policy alone decides)
         self._debounce = Debounce(self.policy.debounce)
         self._watcher: Watcher | None = None
@@ -395,18 +396,21 @@ class Workspace(Upkeep):
         found = self.judge.signals(query, ranked, runs, view.unseen)
         return [(candidate, found[candidate.id]) for candidate in ranked]
 
-    def _outline(self, path: str) -> tuple[tuple[str, ...], ...]:
-        """The heading paths of the note at ``path``, in order (cached until the note changes)."""
+    def _outlines_of(self, paths: Sequence[str]) -> dict[str, tuple[tuple[str, ...], ...]]:
+        """The heading paths of the notes at ``paths``, each in order (one read for those not yet cached,
+        cached until the note changes)."""
         newest = self.records.high_water()
-        if newest != self._outlines_at:
+        if newest != self._outlines_at or len(self._outlines) > OUTLINE_CACHE_LIMIT:
             changed = self.records.changed_between(self._outlines_at, newest)
-            self._outlines = {} if changed is None else {p: o for p, o in self._outlines.items() if p not in changed}
+            if changed is None or len(self._outlines) > OUTLINE_CACHE_LIMIT:
+                self._outlines = {}
+            else:
+                self._outlines = {path: outline for path, outline in self._outlines.items() if path not in changed}
             self._outlines_at = newest
-        if path not in self._outlines:
-            if len(self._outlines) > 4096:
-                self._outlines.clear()
-            self._outlines[path] = tuple(p.heading_path for p in self.records.passages_of(path))
-        return self._outlines[path]
+        missing = [path for path in dict.fromkeys(paths) if path not in self._outlines]
+        if missing:
+            self._outlines.update(self.records.outlines(missing))
+        return {path: self._outlines[path] for path in paths}
 
     def _judge(self, query: str, ranked: list[Candidate], runs: dict[str, LaneRun], view: ScopeView) -> Judgement:
         """How likely the candidates answer, from what the caller may see; passages outside the caller's

@@ -44,10 +44,22 @@ class AnalysedPassage:
     counts: dict[str, Counter[str]]
 
 
+def length_bytes(exact: np.ndarray) -> np.ndarray:
+    """Whoosh's one-byte logarithmic code of each field length (``length_to_byte``)."""
+    return np.minimum(np.searchsorted(_BYTE_LENGTHS, exact, side="left"), 255)
+
+
 def encoded_lengths(exact: np.ndarray) -> np.ndarray:
-    """Field lengths as Whoosh stores and scores them (a logarithmic one-byte code)."""
-    codes = np.minimum(np.searchsorted(_BYTE_LENGTHS, exact, side="left"), 255)
-    return _BYTE_LENGTHS[codes]
+    """Field lengths as Whoosh stores and scores them (the length each one-byte code stands for)."""
+    return _BYTE_LENGTHS[length_bytes(exact)]
+
+
+class _Numbering(dict[str, int]):
+    """Terms numbered in the order they are first asked for."""
+
+    def __missing__(self, term: str) -> int:
+        self[term] = number = len(self)
+        return number
 
 
 @dataclass
@@ -102,24 +114,26 @@ class CompiledLexicon:
     ) -> CompiledLexicon:
         ids: list[str] = []
         paths: list[str] = []
-        terms: dict[str, int] = {}
-        rows = {name: ([], [], []) for name in FIELDS}  # type: dict[str, tuple[list[int], list[int], list[float]]]
-        exact = {name: [] for name in FIELDS}  # type: dict[str, list[int]]
-        for docnum, passage in enumerate(passages):
+        terms = _Numbering()
+        sizes: dict[str, list[int]] = {name: [] for name in FIELDS}  # distinct terms per passage
+        columns: dict[str, list[int]] = {name: [] for name in FIELDS}
+        counts: dict[str, list[int]] = {name: [] for name in FIELDS}
+        for passage in passages:
             ids.append(passage.id)
             paths.append(passage.path)
             for name in FIELDS:
-                counts = passage.counts[name]
-                exact[name].append(sum(counts.values()))
-                row, col, data = rows[name]
-                for term, count in counts.items():
-                    row.append(docnum)
-                    col.append(terms.setdefault(term, len(terms)))
-                    data.append(float(count))
+                held = passage.counts[name]
+                sizes[name].append(len(held))
+                columns[name].extend(map(terms.__getitem__, held))  # numbered in order of first appearance
+                counts[name].extend(held.values())
         shape = (len(ids), len(terms))
-        matrices = {name: _csc(*rows[name], shape) for name in FIELDS}
-        arrays = {name: np.asarray(exact[name], dtype=float) for name in FIELDS}
-        return cls(ids, paths, terms, matrices, arrays, version, high_water)
+        matrices, exact = {}, {}
+        for name in FIELDS:
+            rows = np.repeat(np.arange(len(ids)), sizes[name])
+            data = np.asarray(counts[name], dtype=float)
+            matrices[name] = _csc(rows, columns[name], data, shape)
+            exact[name] = np.bincount(rows, weights=data, minlength=len(ids))
+        return cls(ids, paths, dict(terms), matrices, exact, version, high_water)
 
     @classmethod
     def from_whoosh(cls, searcher: Any, version: int | None = None, high_water: int = 0) -> CompiledLexicon:

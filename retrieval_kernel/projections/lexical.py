@@ -10,16 +10,17 @@ Query text is never handed to Whoosh's query parser, so punctuation such as
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from whoosh import index as whoosh_index
-from whoosh.analysis import Analyzer, StemmingAnalyzer
+from whoosh.analysis import STOP_WORDS, Analyzer, StemmingAnalyzer
 from whoosh.fields import ID, STORED, TEXT, Schema
 from whoosh.lang.porter2 import stem as porter2_stem
 from whoosh.query import Or, Term
@@ -28,8 +29,9 @@ from whoosh.scoring import BM25F
 from ..corpus.notes import Passage
 from ..errors import LaneUnavailableError, LexicalUnreadableError
 from ..store.progress import SILENT
-from ..store.records import ProjectionState, RecordStore, StoredPassage, check_deadline, utc_now
+from ..store.records import ProjectionState, RecordStore, check_deadline, utc_now
 from .compiled import AnalysedPassage, CompiledLexicon
+from .segment import write_index
 
 NAME = "lexical"
 # Chosen by grid search on SciFact *train* queries only (scripts/tune_lexical.py, log beside it):
@@ -41,11 +43,49 @@ B = 0.5
 HEADING_BOOST = 0.5
 REPLAY_SNAPSHOT_AT = 200  # passages replayed from the change log past which a new snapshot is written
 WORD_PATTERN = r"\w+(\.?\w+)*"  # Whoosh's default also keeps "*", so "**bold**" would hide "bold"
+MIN_WORD = 2  # StemmingAnalyzer's default: shorter words are not indexed
+TERM_CACHE_LIMIT = 500_000  # words remembered by index_counts before it starts afresh
 
 
 def make_analyzer() -> Analyzer:
     """Lower-case word tokens, English stop words dropped, Porter2 stems."""
-    return StemmingAnalyzer(expression=WORD_PATTERN, stemfn=porter2_stem)
+    return StemmingAnalyzer(expression=WORD_PATTERN, stemfn=porter2_stem, minsize=MIN_WORD)
+
+
+class _TermCache(dict[str, str | None]):
+    """Words mapped to their index terms (``None``: a stop word or too short), each found once."""
+
+    def __init__(self, term_of: Callable[[str], str | None]) -> None:
+        super().__init__()
+        self.term_of = term_of
+
+    def __missing__(self, word: str) -> str | None:
+        term = self.term_of(word)
+        if len(self) >= TERM_CACHE_LIMIT:
+            self.clear()
+        self[word] = term
+        return term
+
+
+def _term_of_lower(lower: str) -> str | None:
+    """The analyzer's stop filter and stemmer on a lower-cased word."""
+    return porter2_stem(lower) if len(lower) >= MIN_WORD and lower not in STOP_WORDS else None
+
+
+_WORDS = re.compile(WORD_PATTERN.replace("(", "(?:"))  # the same matches; findall then returns whole matches
+_LOWER_TERMS = _TermCache(_term_of_lower)  # "Cell" and "cell" are stemmed once
+_INDEX_TERMS = _TermCache(lambda word: _LOWER_TERMS[word.lower()])
+
+
+def index_counts(text: str) -> Counter[str]:
+    """How often each index term occurs in ``text``: the analyzer's tokens, counted without building them.
+
+    The analyzer's own steps (match, lower-case, drop stop words and short words, stem) on each
+    distinct word once; a test pins it to the analyzer on real and odd text.
+    """
+    counts: Counter[Any] = Counter(map(_INDEX_TERMS.__getitem__, _WORDS.findall(text)))
+    del counts[None]
+    return counts
 
 
 def analyze(text: str, analyzer: Analyzer | None = None) -> list[str]:
@@ -66,12 +106,13 @@ def term_words(text: str, analyzer: Analyzer | None = None) -> dict[str, str]:
 
 
 def make_schema() -> Schema:
+    """Term frequencies without positions (``phrase=False``): the lane asks single terms, never phrases."""
     analyzer = make_analyzer()
     return Schema(
         id=ID(stored=True, unique=True),
         path=ID(),
-        heading=TEXT(analyzer=analyzer),
-        body=TEXT(analyzer=analyzer),
+        heading=TEXT(analyzer=analyzer, phrase=False),
+        body=TEXT(analyzer=analyzer, phrase=False),
         heading_len=STORED(),  # exact token counts: field statistics over live documents only
         body_len=STORED(),
     )
@@ -161,9 +202,8 @@ class LexicalProjection:
                 check_deadline(deadline, f"updating the lexical index for {path}")
                 writer.delete_by_term("path", path)
                 for passage in records.passages_of(path):
-                    fields, counted = _analysed(passage, self._analyzer)
-                    writer.add_document(**fields)
-                    analysed.append(counted)
+                    analysed.append(_analysed(passage))
+                    writer.add_document(**_document(passage, analysed[-1]))
         except BaseException:
             writer.cancel()
             raise
@@ -181,23 +221,17 @@ class LexicalProjection:
             shutil.rmtree(folder)  # an unfinished build of this version (a killed refresh)
         folder.mkdir(parents=True)
         high_water = records.high_water()
-        passages = records.passages()
+        passages = records.all_passages()
         analysed: list[AnalysedPassage] = []
-        writer = whoosh_index.create_in(folder, make_schema()).writer()
-        try:
-            with self.progress.track("lexical index", len(passages), "passage") as step:
-                for stored in passages.values():
-                    check_deadline(deadline, "rebuilding the lexical index")
-                    fields, counted = _analysed(stored.passage, self._analyzer)
-                    writer.add_document(**fields)
-                    analysed.append(counted)
-                    step(1)
-        except BaseException:
-            writer.cancel()
-            raise
-        writer.commit()
-        _check_built(folder, passages)
+        with self.progress.track("lexical index", len(passages), "passage") as step:
+            for passage in passages:
+                check_deadline(deadline, "rebuilding the lexical index")
+                analysed.append(_analysed(passage))
+                step(1)
         compiled = CompiledLexicon.from_passages(analysed, version, high_water)
+        lengths = {f"{name}_len": compiled.exact[name].astype(int).tolist() for name in compiled.matrices}
+        write_index(folder, make_schema(), compiled, lengths)  # the analysis above, written as Whoosh would
+        _check_built(folder, passages)
         compiled.save(folder)
         self.version = version
         state = self._publish(records, ProjectionState(NAME, version, high_water, utc_now()))
@@ -340,7 +374,7 @@ class LexicalProjection:
         assert self.records is not None and self._compiled is not None
         changes = self.records.changes_since(self._compiled.high_water)
         paths = sorted({path for _, path, _ in changes})
-        analysed = [_analysed(p, self._analyzer)[1] for path in paths for p in self.records.passages_of(path)]
+        analysed = [_analysed(p) for path in paths for p in self.records.passages_of(path)]
         self._update_compiled(paths, analysed, high_water)
         if len(analysed) > REPLAY_SNAPSHOT_AT:  # the next process should not analyse these again
             self._compiled.save(self.folder)
@@ -465,27 +499,26 @@ def _matched_words(hit: Any, words: dict[str, str]) -> tuple[str, ...]:
     return tuple(word for stem, word in words.items() if stem in stems)
 
 
-def _analysed(passage: Passage, analyzer: Analyzer) -> tuple[dict[str, Any], AnalysedPassage]:
-    """The Whoosh document of ``passage`` and its term counts (one analysis serves both)."""
-    heading = " / ".join(passage.heading_path)
-    counts = {"heading": _term_counts(heading, analyzer), "body": _term_counts(passage.text, analyzer)}
-    fields = {
+def _analysed(passage: Passage) -> AnalysedPassage:
+    """The term counts of ``passage``'s heading path and text (the tokens Whoosh indexes and counts as lengths)."""
+    counts = {"heading": index_counts(" / ".join(passage.heading_path)), "body": index_counts(passage.text)}
+    return AnalysedPassage(passage.id, passage.path, counts)
+
+
+def _document(passage: Passage, counted: AnalysedPassage) -> dict[str, Any]:
+    """The Whoosh document of ``passage`` (exact token counts stored beside the text)."""
+    heading, body = counted.counts["heading"], counted.counts["body"]
+    return {
         "id": passage.id,
         "path": passage.path,
-        "heading": heading,
+        "heading": " / ".join(passage.heading_path),
         "body": passage.text,
-        "heading_len": sum(counts["heading"].values()),  # exact token counts: field statistics over live documents
-        "body_len": sum(counts["body"].values()),
+        "heading_len": sum(heading.values()),  # exact token counts: field statistics over live documents
+        "body_len": sum(body.values()),
     }
-    return fields, AnalysedPassage(passage.id, passage.path, counts)
 
 
-def _term_counts(text: str, analyzer: Analyzer) -> Counter[str]:
-    """How often each index term occurs in ``text`` (the tokens Whoosh indexes and counts as its length)."""
-    return Counter(token.text for token in analyzer(text, mode="index"))
-
-
-def _check_built(folder: Path, passages: dict[str, StoredPassage]) -> None:
+def _check_built(folder: Path, passages: list[Passage]) -> None:
     """A new version must hold every passage and find the first one by one of its words."""
     index = whoosh_index.open_dir(folder)
     with index.searcher() as searcher:
@@ -494,7 +527,7 @@ def _check_built(folder: Path, passages: dict[str, StoredPassage]) -> None:
             raise LaneUnavailableError(
                 f"the new lexical index holds {count} passages, the record store {len(passages)}"
             )
-        probe = next((sp.passage for sp in passages.values() if analyze(sp.passage.text)), None)
+        probe = next((passage for passage in passages if analyze(passage.text)), None)
         if probe is not None:
             found = searcher.search(Term("body", analyze(probe.text)[0]), limit=None)
             if probe.id not in {hit["id"] for hit in found}:

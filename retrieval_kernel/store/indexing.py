@@ -38,6 +38,7 @@ from .records import RecordStore, StoredDocument, check_deadline, utc_now
 LOCK_NAME = "refresh.lock"
 STANDING_KEY = "standing_warnings"  # meta key: what is still wrong, by note path ("" for the folder)
 READ_ATTEMPTS = 3  # reads of a note that keeps changing while it is read, before it is reported
+BATCH_NOTES = 200  # notes committed together: a commit per note cost as much as storing it
 
 
 @dataclass(frozen=True)
@@ -102,8 +103,9 @@ def sync_notes(
 ) -> SyncReport:
     """Add, update and tombstone documents so the store matches ``notes_root``.
 
-    Each note is committed on its own (with its change-log entry), so a refresh cut
-    short by ``deadline`` or a kill keeps every note it finished and redoes the rest.
+    Each note is written whole (with its change-log entry) and committed with the rest of
+    its batch of ``BATCH_NOTES``, so a refresh cut short by ``deadline`` keeps every note it
+    finished, a kill every batch it finished, and the next one redoes the rest.
     ``now`` is the index clock (ISO 8601 UTC); a fixed one makes index times reproducible.
     ``progress`` shows a bar while many notes are read. ``only`` (paths relative to the
     root, e.g. the files a change feed named) checks those files instead of walking the
@@ -135,32 +137,36 @@ def sync_notes(
         else:
             to_read.append((path, rel, previous))
     with progress.track("reading notes", len(to_read), "note") as step:
-        for path, rel, previous in to_read:
-            step(1)
-            check_deadline(deadline, f"reading {rel}")
-            try:
-                note, stat = _read_settled(notes_root, path, modules, max_passage_chars)
-            except NoteError as exc:
-                problems.append(Problem(rel, str(exc), kept_last_good=previous is not None))
-                standing.problems[rel] = [problems[-1].warning]
-                continue
-            except OSError as exc:  # vanished or unreadable between listing and reading
-                problems.append(Problem(rel, f"{rel}: cannot be read: {exc}", kept_last_good=previous is not None))
-                standing.problems[rel] = [problems[-1].warning]
-                continue
-            standing.problems.pop(rel, None)
-            standing.notes[rel] = list(note.warnings)
-            if previous and previous.sha256 == note.sha256:
-                records.touch(rel, stat.st_size, stat.st_mtime_ns)
-                unchanged += 1
-                continue
-            warnings.extend(note.warnings)
-            modules[note.module] = rel
-            records.upsert(note, stat.st_size, stat.st_mtime_ns, now())
-            (updated if previous else added).append(rel)
+        for start in range(0, len(to_read), BATCH_NOTES):
+            with records.batch():
+                for path, rel, previous in to_read[start : start + BATCH_NOTES]:
+                    step(1)
+                    check_deadline(deadline, f"reading {rel}")
+                    try:
+                        note, stat = _read_settled(notes_root, path, modules, max_passage_chars)
+                    except NoteError as exc:
+                        problems.append(Problem(rel, str(exc), kept_last_good=previous is not None))
+                        standing.problems[rel] = [problems[-1].warning]
+                        continue
+                    except OSError as exc:  # vanished or unreadable between listing and reading
+                        message = f"{rel}: cannot be read: {exc}"
+                        problems.append(Problem(rel, message, kept_last_good=previous is not None))
+                        standing.problems[rel] = [problems[-1].warning]
+                        continue
+                    standing.problems.pop(rel, None)
+                    standing.notes[rel] = list(note.warnings)
+                    if previous and previous.sha256 == note.sha256:
+                        records.touch(rel, stat.st_size, stat.st_mtime_ns)
+                        unchanged += 1
+                        continue
+                    warnings.extend(note.warnings)
+                    modules[note.module] = rel
+                    records.upsert(note, stat.st_size, stat.st_mtime_ns, now())
+                    (updated if previous else added).append(rel)
     deleted = sorted(set(stored) - seen)
-    for rel in deleted:
-        records.delete(rel, now())
+    with records.batch():
+        for rel in deleted:
+            records.delete(rel, now())
     standing.keep_only(seen if only is None else standing.paths() - set(deleted))
     if standing.to_json() != before:
         records.set_meta(STANDING_KEY, standing.to_json())

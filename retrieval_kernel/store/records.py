@@ -135,6 +135,9 @@ def check_deadline(deadline: float | None, doing: str) -> None:
 
 PASSAGE_CACHE_LIMIT = 20_000
 PATCH_LIMIT = 256  # changed notes past which views of every note are built again rather than patched
+# How a write begins, is undone and ends: on its own, or inside a batch's transaction
+_TRANSACTION = ("BEGIN IMMEDIATE", ("ROLLBACK",), "COMMIT")
+_SAVEPOINT = ("SAVEPOINT write", ("ROLLBACK TO write", "RELEASE write"), "RELEASE write")
 
 
 class RecordStore:
@@ -152,6 +155,7 @@ class RecordStore:
         self._paths_of: dict[str, list[str]] = {}  # module -> the live paths with it, in path order
         self._modules: dict[str, str] = {}  # module -> the last of its paths
         self._modules_at = -1
+        self._in_batch = False  # inside batch(): writes are savepoints of one transaction
         try:
             store_dir.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
@@ -230,17 +234,49 @@ class RecordStore:
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """One atomic write: everything inside commits together or not at all.
 
+        Inside :meth:`batch` it is a savepoint of the batch's transaction (undone alone on failure).
         A database error (read-only file, full disk, lock timeout) becomes ``StoreError``.
         """
+        begin, undo, end = _SAVEPOINT if self._in_batch else _TRANSACTION
         try:
-            self._db.execute("BEGIN IMMEDIATE")
+            if self._in_batch and not self._db.in_transaction:
+                self._db.execute("BEGIN IMMEDIATE")  # the batch's transaction, at its first write
+            self._db.execute(begin)
             try:
                 yield self._db
             except BaseException:
-                self._db.execute("ROLLBACK")
+                for statement in undo:
+                    self._db.execute(statement)
                 raise
-            self._db.execute("COMMIT")
+            self._db.execute(end)
         except sqlite3.Error as exc:
+            raise StoreError(f"cannot write the record store at {self.path}: {exc}") from exc
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Commit the writes inside together (one commit instead of one per note).
+
+        Each write stays all-or-nothing, and every write that finished is committed when the
+        block ends, also when an exception (a deadline) ends it; a kill loses the batch's writes.
+        The transaction begins at the first write: a batch that writes nothing takes no lock.
+        """
+        if self._in_batch:
+            yield
+            return
+        self._in_batch = True
+        try:
+            yield
+        finally:
+            self._in_batch = False
+            self._end_batch()
+
+    def _end_batch(self) -> None:
+        try:
+            if self._db.in_transaction:
+                self._db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
             raise StoreError(f"cannot write the record store at {self.path}: {exc}") from exc
 
     # ------------------------------------------------------------ documents
@@ -379,7 +415,35 @@ class RecordStore:
 
     def passages_of(self, path: str) -> list[Passage]:
         """The current passages of one document, in document order."""
-        return [sp.passage for sp in self._passages_where("p.path = ?", (path,))]
+        return self._bare_passages("WHERE path = ?", (path,))
+
+    def all_passages(self) -> list[Passage]:
+        """Every current passage by path and position, without its document's facts (nothing to decode)."""
+        return self._bare_passages("", ())
+
+    def _bare_passages(self, where: str, args: tuple[Any, ...]) -> list[Passage]:
+        rows = self._db.execute(
+            "SELECT id, path, module, heading, heading_path, line_start, line_end, text, sha256, cell "
+            f"FROM passages {where} ORDER BY path, ordinal",
+            args,
+        )
+        return [_passage(row[:9], row[9]) for row in rows]
+
+    def outlines(self, paths: Iterable[str]) -> dict[str, tuple[tuple[str, ...], ...]]:
+        """The heading paths of the current passages of each document at ``paths``, in document order
+        (a path with no passages maps to ``()``); read in batches, heading paths only."""
+        wanted = list(dict.fromkeys(paths))
+        found: dict[str, list[tuple[str, ...]]] = {path: [] for path in wanted}
+        for start in range(0, len(wanted), 500):
+            batch = tuple(wanted[start : start + 500])
+            rows = self._db.execute(
+                f"SELECT path, heading_path FROM passages WHERE path IN ({','.join('?' * len(batch))}) "
+                "ORDER BY path, ordinal",
+                batch,
+            )
+            for path, heading_path in rows:
+                found[path].append(tuple(json.loads(heading_path)))
+        return {path: tuple(heads) for path, heads in found.items()}
 
     def _passages_where(self, clause: str, args: tuple[Any, ...]) -> list[StoredPassage]:
         return [_stored_passage(row) for row in self._rows_where(clause, args)]
@@ -532,9 +596,10 @@ def _document(row: tuple[Any, ...]) -> StoredDocument:
     )
 
 
-def _stored_passage(row: tuple[Any, ...]) -> StoredPassage:
-    cell = json.loads(row[16]) if row[16] else {}
-    passage = Passage(
+def _passage(row: tuple[Any, ...], cell_json: str | None) -> Passage:
+    """A passage from its row's first nine columns (id to sha256) and its cell column."""
+    cell = json.loads(cell_json) if cell_json else {}
+    return Passage(
         id=row[0],
         path=row[1],
         module=row[2],
@@ -547,8 +612,11 @@ def _stored_passage(row: tuple[Any, ...]) -> StoredPassage:
         cell_id=cell.get("id"),
         cell_index=cell.get("index"),
     )
+
+
+def _stored_passage(row: tuple[Any, ...]) -> StoredPassage:
     return StoredPassage(
-        passage=passage,
+        passage=_passage(row[:9], row[16]),
         observed_at=row[9],
         indexed_at=row[10],
         metadata=json.loads(row[11]),
