@@ -71,13 +71,14 @@ class ScopeViews:
         last, self._view = self._view, None  # until the view below is whole
         if last is not None and last.high_water == newest:
             self._view = last
-        else:
-            changed = None if last is None or last.high_water > newest else records.changed_paths(last.high_water)
-            self._view = (
-                self._build(records, newest)
-                if last is None or changed is None
-                else self._patch(records, last, changed, newest)
-            )
+        elif (
+            last is not None
+            and last.high_water < newest
+            and (changed := records.changed_paths(last.high_water)) is not None
+        ):
+            self._view = self._patch(records, last, changed, newest)
+        else:  # the first view, a log that went back, or many changes
+            self._view = self._build(records, newest)
         return self._view
 
     def _build(self, records: RecordStore, newest: int) -> ScopeView:

@@ -330,19 +330,19 @@ class Workspace(Upkeep):
         """The passages never admissible as current for this view and clock: patched for the notes changed
         since the view it was last found for (built from every note the first time or after many changes)."""
         key = (view.scopes, as_of)
-        last = self._eligibilities.get(key)
+        last = self._eligibilities.pop(key, None)  # back once the eligibility below is whole
         if last is not None and last[0] is view:
-            return last[1]
-        changed = None
-        if last is not None and last[0].high_water <= view.high_water:
-            changed = self.records.changed_paths(last[0].high_water)
+            eligibility = last[1]
+        elif (
+            last is not None
+            and last[0].high_water <= view.high_water
+            and ((changed := self.records.changed_paths(last[0].high_water)) is not None)
+        ):
+            eligibility = last[1].patched(self.records, last[0], view, changed, as_of)
+        else:
+            eligibility = Eligibility.build(self.records, view, as_of)
         if len(self._eligibilities) > 16:
             self._eligibilities.clear()
-        self._eligibilities.pop(key, None)  # until the eligibility below is whole
-        if last is None or changed is None:
-            eligibility = Eligibility.build(self.records, view, as_of)
-        else:
-            eligibility = last[1].patched(self.records, last[0], view, changed, as_of)
         self._eligibilities[key] = (view, eligibility)
         return eligibility
 
