@@ -81,11 +81,12 @@ class ExactVectors:
         # waking BLAS's other threads between queries cost 5-6 ms on a busy two-core machine.
         with _blas().limit(limits=1, user_api="blas"):
             scores = self.matrix @ query if len(ids) else np.zeros(0, "float32")
+            extra = np.stack(self._extra_rows) @ query if self._extra_rows else None
         np.round(scores, 6, out=scores)
         scores[self.dead] = -np.inf
-        if self._extra_rows:
+        if extra is not None:
             ids = ids + self._extra_ids
-            scores = np.concatenate([scores, np.round(np.stack(self._extra_rows) @ query, 6)])
+            scores = np.concatenate([scores, np.round(extra, 6)])
         live = scores.size - int(self.dead.sum())
         if live == 0 or limit <= 0:
             return []
