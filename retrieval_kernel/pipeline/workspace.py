@@ -401,12 +401,10 @@ class Workspace(Upkeep):
         cached until the note changes)."""
         newest = self.records.high_water()
         if newest != self._outlines_at or len(self._outlines) > OUTLINE_CACHE_LIMIT:
-            changed = self.records.changed_between(self._outlines_at, newest)
-            if changed is None or len(self._outlines) > OUTLINE_CACHE_LIMIT:
-                self._outlines = {}
-            else:
-                self._outlines = {path: outline for path, outline in self._outlines.items() if path not in changed}
-            self._outlines_at = newest
+            full = len(self._outlines) > OUTLINE_CACHE_LIMIT
+            changed = None if full else self.records.changed_between(self._outlines_at, newest)
+            kept = {} if changed is None else {p: outline for p, outline in self._outlines.items() if p not in changed}
+            self._outlines, self._outlines_at = kept, newest
         missing = [path for path in dict.fromkeys(paths) if path not in self._outlines]
         if missing:
             self._outlines.update(self.records.outlines(missing))

@@ -20,7 +20,7 @@ import sqlite3
 import time
 import uuid
 from bisect import insort
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -134,6 +134,12 @@ def check_deadline(deadline: float | None, doing: str) -> None:
 
 
 PASSAGE_CACHE_LIMIT = 20_000
+IN_LIST_KEYS = 500  # keys per "IN (...)" list in one statement (well under SQLite's variable limit)
+_PASSAGE_ROWS = (
+    "SELECT p.id, p.path, p.module, p.heading, p.heading_path, p.line_start, p.line_end, "
+    "p.text, p.sha256, d.observed_at, d.indexed_at, d.metadata, d.revision, d.facts, d.sha256, p.ordinal, "
+    "p.cell FROM passages p JOIN documents d ON d.path = p.path WHERE {clause} ORDER BY p.path, p.ordinal"
+)
 PATCH_LIMIT = 256  # changed notes past which views of every note are built again rather than patched
 # How a write begins, is undone and ends: on its own, or inside a batch's transaction
 _TRANSACTION = ("BEGIN IMMEDIATE", ("ROLLBACK",), "COMMIT")
@@ -291,12 +297,8 @@ class RecordStore:
             rows = self._db.execute(f"SELECT {columns} FROM documents WHERE deleted = 0 ORDER BY path").fetchall()
         else:
             wanted = sorted(set(paths))
-            rows = []
-            for start in range(0, len(wanted), 500):
-                batch = tuple(wanted[start : start + 500])
-                marks = ",".join("?" * len(batch))
-                query = f"SELECT {columns} FROM documents WHERE deleted = 0 AND path IN ({marks}) ORDER BY path"
-                rows.extend(self._db.execute(query, batch).fetchall())
+            query = f"SELECT {columns} FROM documents WHERE deleted = 0 AND path IN ({{marks}}) ORDER BY path"
+            rows = list(self._rows_in(query, wanted))
         parsed = {row[0]: (row, self._parsed(row)) for row in rows}
         if paths is None:
             self._parsed_documents = parsed  # bounded by the live documents
@@ -392,13 +394,8 @@ class RecordStore:
         wanted = list(dict.fromkeys(ids))
         cache = self._passage_cache()
         missing = [pid for pid in wanted if pid not in cache]
-        for start in range(0, len(missing), 500):
-            batch = tuple(missing[start : start + 500])
-            marks = ",".join("?" * len(batch))
-            cache.update(
-                (row[0], ((row[1], row[15]), _stored_passage(row)))
-                for row in self._rows_where(f"p.id IN ({marks})", batch)
-            )
+        query = _PASSAGE_ROWS.format(clause="p.id IN ({marks})")
+        cache.update((row[0], ((row[1], row[15]), _stored_passage(row))) for row in self._rows_in(query, missing))
         found = sorted(cache[pid] for pid in wanted if pid in cache)  # by path and position, as the store reads them
         return {stored.passage.id: stored for _, stored in found}
 
@@ -434,38 +431,28 @@ class RecordStore:
         (a path with no passages maps to ``()``); read in batches, heading paths only."""
         wanted = list(dict.fromkeys(paths))
         found: dict[str, list[tuple[str, ...]]] = {path: [] for path in wanted}
-        for start in range(0, len(wanted), 500):
-            batch = tuple(wanted[start : start + 500])
-            rows = self._db.execute(
-                f"SELECT path, heading_path FROM passages WHERE path IN ({','.join('?' * len(batch))}) "
-                "ORDER BY path, ordinal",
-                batch,
-            )
-            for path, heading_path in rows:
-                found[path].append(tuple(json.loads(heading_path)))
+        query = "SELECT path, heading_path FROM passages WHERE path IN ({marks}) ORDER BY path, ordinal"
+        for path, heading_path in self._rows_in(query, wanted):
+            found[path].append(tuple(json.loads(heading_path)))
         return {path: tuple(heads) for path, heads in found.items()}
 
     def _passages_where(self, clause: str, args: tuple[Any, ...]) -> list[StoredPassage]:
         return [_stored_passage(row) for row in self._rows_where(clause, args)]
 
     def _rows_where(self, clause: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-        return self._db.execute(
-            "SELECT p.id, p.path, p.module, p.heading, p.heading_path, p.line_start, p.line_end, "
-            "p.text, p.sha256, d.observed_at, d.indexed_at, d.metadata, d.revision, d.facts, d.sha256, p.ordinal, "
-            "p.cell "
-            f"FROM passages p JOIN documents d ON d.path = p.path WHERE {clause} ORDER BY p.path, p.ordinal",
-            args,
-        ).fetchall()
+        return self._db.execute(_PASSAGE_ROWS.format(clause=clause), args).fetchall()
+
+    def _rows_in(self, query: str, keys: Sequence[str]) -> Iterator[tuple[Any, ...]]:
+        """The rows of ``query`` for ``keys``: its ``{marks}`` becomes an IN list, ``IN_LIST_KEYS`` keys at a time."""
+        for start in range(0, len(keys), IN_LIST_KEYS):
+            batch = tuple(keys[start : start + IN_LIST_KEYS])
+            yield from self._db.execute(query.format(marks=",".join("?" * len(batch))), batch)
 
     def passage_ids_of(self, paths: Iterable[str]) -> dict[str, frozenset[str]]:
         """The ids of every current passage of each document at ``paths`` that has some, by path."""
-        wanted = sorted(set(paths))
         found: dict[str, set[str]] = {}
-        for start in range(0, len(wanted), 500):
-            batch = tuple(wanted[start : start + 500])
-            marks = ",".join("?" * len(batch))
-            for pid, path in self._db.execute(f"SELECT id, path FROM passages WHERE path IN ({marks})", batch):
-                found.setdefault(path, set()).add(pid)
+        for pid, path in self._rows_in("SELECT id, path FROM passages WHERE path IN ({marks})", sorted(set(paths))):
+            found.setdefault(path, set()).add(pid)
         return {path: frozenset(ids) for path, ids in found.items()}
 
     def passage_ids_with_hash_prefix(self, prefix: str) -> list[str]:
