@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..projections.lexical import LexicalProjection, analyze
 from ..store.records import StoredPassage
+from .answer_type import AnswerType, PassageText, unstated
 from .lanes import LaneRun
 
 if TYPE_CHECKING:
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
 MODEL_FILE = Path(__file__).with_name("answerability.json")
 JUDGED = 10  # leading candidates read by the question model
 POOL_JUDGED = 50  # candidates given a passage probability (the lanes' whole pool)
+TYPED_LEADING = 3  # leading candidates of which one must state the value a question asks for (a time, a price)
 OUT_OF_REACH = 0.5  # usable evidence answering under half as well as evidence the caller may not use: abstain
 PASSAGE_FEATURES = ("coverage", "rare_miss", "cosine", "margin", "agreement", "intro")
 QUESTION_FEATURES = (
@@ -169,6 +171,7 @@ class Judgement:
     orders: bool = False  # whether the passage probabilities are good enough to order evidence by (with dense)
     unknown: float = 0.0  # the idf-weighted share of the question's words that no visible passage holds
     reach: float = 0.0  # a passage the caller may not use answers from this probability (at least ``floor``)
+    unstated: AnswerType | None = None  # the kind of value asked for that no leading passage states
 
     @classmethod
     def unjudged(cls) -> Judgement:
@@ -177,7 +180,16 @@ class Judgement:
 
     @property
     def answerable(self) -> bool:
-        return self.confidence >= self.threshold
+        return self.confidence >= self.threshold and self.unstated is None
+
+    def why_not(self) -> str:
+        """Why nothing found answers (for exclusions and abstentions)."""
+        if self.unstated is not None and self.confidence >= self.threshold:
+            return (
+                f"the question asks for {self.unstated.label} and none of the leading passages states one "
+                f"about it (confidence {self.confidence:.2f} otherwise)"
+            )
+        return f"nothing found answers the question (confidence {self.confidence:.2f})"
 
     @property
     def judged(self) -> bool:
@@ -253,6 +265,7 @@ class Judge:
         # by it put the wrong note first on 2 of the 20 workshop questions that fused rank gets right.
         ordered = pair is self.models.hybrid
         unknown = leading[0].unknown if leading else 0.0
+        missing = self.unstated(query, ranked[:TYPED_LEADING], unseen)
         return Judgement(
             confidence,
             pair.question.threshold,
@@ -261,7 +274,14 @@ class Judge:
             orders=ordered,
             unknown=unknown,
             reach=pair.passage.reach,
+            unstated=missing,
         )
+
+    def unstated(self, query: str, leading: Sequence[Candidate], unseen: Unseen | None = None) -> AnswerType | None:
+        """The kind of value ``query`` asks for (a time, a price) when no ``leading`` passage states one."""
+        idf, _ = self._idf(content_terms(query), unseen)
+        read = [PassageText(c.stored.passage.text, _context_words(c.stored), _words(c.stored)) for c in leading]
+        return unstated(query, idf, read)
 
     def hidden_best(
         self, query: str, passages: Sequence[StoredPassage], runs: Mapping[str, LaneRun], unseen: Unseen
@@ -355,6 +375,12 @@ def _words(stored: StoredPassage) -> frozenset[str]:
     """The terms a passage offers: its text, its heading path and its note's name."""
     passage = stored.passage
     return _terms_of(" ".join([passage.text, *passage.heading_path, passage.module.replace("-", " ")]))
+
+
+def _context_words(stored: StoredPassage) -> frozenset[str]:
+    """The terms of a passage's heading path and its note's name."""
+    passage = stored.passage
+    return _terms_of(" ".join([*passage.heading_path, passage.module.replace("-", " ")]))
 
 
 def _intro(stored: StoredPassage, outlines: Mapping[str, Sequence[tuple[str, ...]]]) -> float:

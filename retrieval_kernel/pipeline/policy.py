@@ -182,7 +182,7 @@ def _stated_keys(candidate: Candidate) -> set[str]:
 
 def _weak(candidate: Candidate, judged: Judgement) -> Exclusion:
     if not judged.answerable:
-        return Exclusion(candidate, WEAK, f"nothing found answers the question (confidence {judged.confidence:.2f})")
+        return Exclusion(candidate, WEAK, judged.why_not())
     probability = judged.of(candidate.pulled_in_for or candidate.id)
     if probability is None:
         return Exclusion(candidate, WEAK, "ranked below the candidates judged for answering")

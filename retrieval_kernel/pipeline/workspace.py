@@ -295,7 +295,11 @@ class Workspace(Upkeep):
             abstained=True,
             abstention_reason=abstention,
             exclusions={SCOPE: scope_filtered},
-            warnings=(*repairs, *packet_warnings(outcome, view, standing_warnings(self.records), read)),
+            warnings=(
+                *repairs,
+                *packet_warnings(outcome, view, standing_warnings(self.records), read),
+                *_unstated_warning(judgement, abstention),
+            ),
             trace_id=_trace_id(query, request, budget, top, reports),
             scopes=tuple(sorted(request.scopes)),
             intent=request.intent,
@@ -491,6 +495,13 @@ def _outcome_id(packet: Packet) -> str:
     decided = [[item.id, item.role, item.live_status, item.line_end] for item in packet.evidence]
     material = [packet.trace_id, decided, packet.abstention_reason, [c.resolution for c in packet.conflicts]]
     return hashlib.sha256(json.dumps(material).encode()).hexdigest()[:16]
+
+
+def _unstated_warning(judgement: Judgement | None, abstention: str | None) -> tuple[str, ...]:
+    """Why a confident judgement still abstained: the value the question asks for is stated nowhere near."""
+    if judgement is None or abstention != ABSTAIN_BELOW_THRESHOLD or judgement.unstated is None:
+        return ()
+    return (judgement.why_not(),) if judgement.confidence >= judgement.threshold else ()
 
 
 def _trace_id(query: str, request: Request, budget: Budget, top: int, lanes: tuple[LaneReport, ...]) -> str:

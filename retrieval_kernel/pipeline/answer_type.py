@@ -1,0 +1,188 @@
+"""What kind of value a question asks for, and whether the leading passages state one about it.
+
+"What time does the canteen open?" asks for a time of day, "how much does a locker cost?" for a
+price, "how long are search logs kept?" for a duration. A near miss often lands on the right
+note (the canteen, the lockers, the logs) that never states such a value: every lexical and
+embedding signal says "answers", yet no sentence near the question's words holds a time, a
+price or a duration. This module names the asked type (only where the wording makes it
+unambiguous: most questions ask for no typed value and are left to the other signals) and
+finds the sentences of a passage that state a value of that type.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence, Set
+from dataclasses import dataclass
+
+from ..projections.lexical import analyze
+
+_NUMBER_WORDS = (
+    "one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|"
+    "sixty|hundred|thousand|dozen|single|both|once|twice"
+)
+_NUMBER = rf"(?:\d[\d,.]*|{_NUMBER_WORDS})"
+_TIME_UNIT = (
+    r"(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|h|days?|nights?|weeks?|fortnights?|months?|years?|yrs?|"
+    r"quarters?|working days?|business days?|shifts?|sailings?|visits?)"
+)
+_MONTH = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|"
+    r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
+_WEEKDAY = r"(?:mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|saturdays?|sundays?|weekdays?|weekends?)"
+
+
+@dataclass(frozen=True)
+class AnswerType:
+    """A kind of value: how a question asks for it, and how a sentence states one."""
+
+    name: str
+    label: str  # for people: "a price"
+    asks: re.Pattern[str]
+    states: re.Pattern[str]
+
+
+def _type(name: str, label: str, asks: str, states: str) -> AnswerType:
+    return AnswerType(name, label, re.compile(asks, re.IGNORECASE), re.compile(states, re.IGNORECASE))
+
+
+# In the order they are tried: the first whose question pattern matches is the asked type.
+ANSWER_TYPES: tuple[AnswerType, ...] = (
+    _type(
+        "money",
+        "a price or an amount of money",
+        r"\bhow much (?:does|do|is|are|will|would|should|did)\b.*\b(?:cost|charge|pay|paid|price|fee|spend|refund|"
+        r"worth|budget)\b|\bhow much (?:money|cash)\b|\bwhat (?:is|are) the (?:price|cost|fee|charge|rate)s?\b|"
+        r"\bprice of\b|\bcost of\b|\bhow much is\b",
+        r"[£$€¥]\s?\d|\b\d[\d,.]*\s?(?:pounds?|euros?|dollars?|usd|eur|gbp|chf|pence|p|cents?|k)\b|"
+        r"\b(?:eur|usd|gbp|chf)\s?\d|\bfree\b|\bno charge\b|\bat cost\b",
+    ),
+    _type(
+        "percent",
+        "a percentage or a share",
+        r"\bwhat percentage\b|\bwhat percent\b|\bwhat share\b|\bwhat proportion\b|\bwhat fraction\b",
+        rf"\b\d[\d.]*\s?%|\bper ?cent\b|\bhalf\b|\bquarter\b|\bthird\b|\b{_NUMBER} in {_NUMBER}\b|"
+        rf"\b{_NUMBER} of (?:every|each)\b",
+    ),
+    _type(
+        "phone",
+        "a phone number",
+        r"\bphone number\b|\btelephone number\b|\bnumber to call\b|\bextension\b|\bmobile number\b|"
+        r"\bwhat number\b.*\bcall\b",
+        r"\+?\d[\d\s().-]{5,}\d|\bext\.?\s?\d+\b|\bx\d{3,}\b",
+    ),
+    _type(
+        "email",
+        "an email address",
+        r"\be-?mail address\b|\bwhat (?:is|'s) the e-?mail\b|\bwhich (?:e-?mail|inbox|mailbox)\b",
+        r"\b[\w.+-]+@[\w-]+\.[\w.]+\b",
+    ),
+    _type(
+        "url",
+        "a web address",
+        r"\burl\b|\bweb address\b|\bwhat link\b|\bwhich link\b|\bwhat (?:is|'s) the (?:web ?site|address)\b",
+        r"https?://|\bwww\.|\b[\w-]+\.(?:com|org|net|io|co\.uk|internal|local)\b",
+    ),
+    _type(
+        "clock",
+        "a time of day",
+        r"(?<!within )\bwhat time\b(?!.*\b(?:before|after|ahead|prior)\b)|\bat what (?:time|hour)\b|\bwhat hour\b|"
+        r"\bopening hours\b|\bwhen does .* (?:open|close|start|run|begin|finish)\b",
+        rf"\b\d{{1,2}}(?::|\.)\d{{2}}\b|\b\d{{1,2}}\s?(?:am|pm|a\.m\.|p\.m\.)\b|\bnoon\b|\bmidnight\b|"
+        rf"\b\d{{4}}\s?(?:hrs|h)\b|\bo'clock\b|\b{_NUMBER}\s+(?:minutes?|mins?|hours?|hrs?)\s+"
+        r"(?:before|after|ahead|prior|from)\b",
+    ),
+    _type(
+        "weekday",
+        "a day of the week",
+        r"\b(?:which|what) day\b|\bwhich days\b|\bday of the week\b",
+        rf"\b{_WEEKDAY}\b|\bevery day\b|\bdaily\b",
+    ),
+    _type(
+        "date",
+        "a date",
+        r"\bwhat date\b|\bwhich date\b|\bwhat year\b|\bwhich year\b|\bwhich month\b|\bwhat month\b|"
+        r"\bwhen (?:is|was|will|are|were) .*\b(?:due|deadline|expire|renew|open|launch)",
+        rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b{_MONTH}\b|\b(?:19|20)\d\d\b|\bq[1-4]\b|\b\d{{1,2}}/\d{{1,2}}\b",
+    ),
+    _type(
+        "duration",
+        "a length of time",
+        r"\bhow long\b|\bhow early\b|\bhow late\b|\bwithin what time\b|\bhow quickly\b|\bby when\b|"
+        r"\bhow many (?:seconds|minutes|hours|days|nights|weeks|months|years|working days|business days|shifts)\b|"
+        r"\bhow often\b|\bhow frequently\b|\bhow soon\b|\bhow far in advance\b|\bhow much notice\b|\bwithin how\b",
+        rf"\b{_NUMBER}[\s-]*(?:\w+[\s-]+)?{_TIME_UNIT}\b|\b(?:daily|weekly|monthly|yearly|annually|hourly|nightly|"
+        r"quarterly|fortnightly|every)\b|\bindefinitely\b|\bforever\b|\bpermanent(?:ly)?\b|\buntil\b",
+    ),
+    _type(
+        "count",
+        "a number",
+        r"\bhow many\b|\b(?:maximum|minimum|max|min) number\b|\bwhat number of\b|"
+        r"\bhow much (?:space|room|weight|capacity|memory|storage|disk)\b|\bcapacity\b|\bhow big\b|\bhow large\b|"
+        r"\bhow heavy\b|\bhow tall\b|\bhow high\b|\bhow wide\b|\bhow deep\b|\bhow far\b",
+        rf"\b{_NUMBER}\b|\bno (?:limit|maximum|minimum)\b|\bunlimited\b",
+    ),
+)
+
+# Words that name the asked type rather than what it is about ("the *price* of a locker"): a
+# sentence stating a value need not repeat them.
+TYPE_WORDS = frozenset(
+    analyze(
+        "cost costs price fee charge pay time times day days number numbers hour hours week weeks month months "
+        "year years date amount percentage percent share proportion capacity phone telephone email address url "
+        "link website minimum maximum early late quickly soon far"
+    )
+)
+STATED_SHARE = 0.2  # a stating sentence (with its heading) holds this much of what its passage holds of the question
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
+
+
+def asked_type(question: str) -> AnswerType | None:
+    """The kind of value ``question`` asks for, or ``None`` when its wording names none."""
+    return next((kind for kind in ANSWER_TYPES if kind.asks.search(question)), None)
+
+
+def stating_sentences(text: str, kind: AnswerType) -> list[str]:
+    """The sentences of ``text`` that state a value of ``kind`` (hard-wrapped lines are one sentence)."""
+    return [sentence for sentence in _SENTENCE_END.split(text) if kind.states.search(sentence)]
+
+
+def states_value(kind: AnswerType, idf: Mapping[str, float], text: str, context: Set[str], holds: Set[str]) -> bool:
+    """Whether a passage states a value of ``kind`` about what the question asks.
+
+    ``idf`` weighs the question's terms (type words dropped), ``context`` is the terms of the
+    passage's heading path and note name, ``holds`` every term the passage offers. A stating
+    sentence counts when, with ``context``, it holds at least ``STATED_SHARE`` of the question's
+    weight that the whole passage holds (a price next to another item's name does not count).
+    """
+    asked = {term: weight for term, weight in idf.items() if term not in TYPE_WORDS}
+    if not asked:  # the question names nothing but the type: nothing to tell a near miss by
+        return True
+    whole = sum(weight for term, weight in asked.items() if term in holds)
+    if not whole:
+        return False
+    for sentence in stating_sentences(text, kind):
+        words = context | set(analyze(sentence))
+        if sum(weight for term, weight in asked.items() if term in words) >= STATED_SHARE * whole:
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class PassageText:
+    """What :func:`unstated` reads of one leading passage."""
+
+    text: str
+    context: frozenset[str]  # heading path and note name terms
+    holds: frozenset[str]  # every term the passage offers
+
+
+def unstated(question: str, idf: Mapping[str, float], leading: Sequence[PassageText]) -> AnswerType | None:
+    """The type ``question`` asks for when none of the ``leading`` passages states a value of it."""
+    kind = asked_type(question)
+    if kind is None or not leading:
+        return None
+    if any(states_value(kind, idf, p.text, p.context, p.holds) for p in leading):
+        return None
+    return kind

@@ -1,0 +1,109 @@
+"""The asked value's type: a question asking for a time, a price or a duration is not answered by
+passages that state none about what it asks. Unit level, then a real lexical workspace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from retrieval_kernel import Workspace
+from retrieval_kernel.pipeline.answer_type import PassageText, asked_type, stating_sentences, unstated
+from retrieval_kernel.pipeline.answerability import Judgement, content_terms
+from retrieval_kernel.projections.lexical import analyze
+
+AS_OF = "2026-11-30"
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("What time does the staff canteen open?", "clock"),
+        ("How much does it cost to rent a locker at the base lodge?", "money"),
+        ("How long are search logs kept?", "duration"),
+        ("How much notice do we need to carry a horse box?", "duration"),
+        ("Within what time must the hospital be told?", "duration"),
+        ("What time does the team have to be at the venue before the first slot?", None),  # relative: no clock
+        ("How many people fit in a gondola cabin?", "count"),
+        ("On which day of the week does the check run?", "weekday"),
+        ("What is the phone number of the duty manager?", "phone"),
+        ("What percentage of orders ship late?", "percent"),
+        ("Who approves a production deployment?", None),
+        ("How do I put a banner on the website?", None),
+    ],
+)
+def test_the_asked_type_comes_from_the_question_wording(question: str, kind: str | None) -> None:
+    found = asked_type(question)
+    assert (found.name if found else None) == kind
+
+
+def test_a_hard_wrapped_sentence_is_one_sentence() -> None:
+    clock = asked_type("What time does it open?")
+    assert clock is not None
+    text = "## Canteen\n\nThe canteen opens\nat 07:30 on weekdays. It closes at lunch.\n\nCards only."
+    assert stating_sentences(text, clock) == ["The canteen opens\nat 07:30 on weekdays."]
+
+
+def _read(text: str, heading: str) -> PassageText:
+    return PassageText(text, frozenset(analyze(heading)), frozenset(analyze(f"{heading} {text}")))
+
+
+def _idf(question: str) -> dict[str, float]:
+    return dict.fromkeys(content_terms(question), 1.0)
+
+
+def test_a_value_stated_about_another_thing_does_not_answer() -> None:
+    question = "How much does it cost to rent a locker at the base lodge?"
+    lodge = _read("Lockers at the base lodge are for staff. Staff get a meal allowance of 9 euro a day.", "Staff")
+    assert unstated(question, _idf(question), [lodge]) is not None  # 9 euro is a meal allowance
+    priced = _read("Lockers at the base lodge are rented at the desk for 5 euro a day.", "Staff")
+    assert unstated(question, _idf(question), [lodge, priced]) is None
+
+
+def test_a_passage_about_the_subject_without_the_value_is_a_near_miss() -> None:
+    question = "What time does the staff canteen open?"
+    found = unstated(question, _idf(question), [_read("The staff canteen serves hot meals and salads.", "Canteen")])
+    assert found is not None and found.label == "a time of day"
+    stated = _read("The staff canteen opens at 7.30 and serves hot meals.", "Canteen")
+    assert unstated(question, _idf(question), [stated]) is None
+    assert unstated("Who runs the staff canteen?", _idf("Who runs the staff canteen?"), [stated]) is None
+
+
+def test_an_unstated_type_makes_a_confident_judgement_unanswerable_and_says_why() -> None:
+    kind = asked_type("What time does the canteen open?")
+    confident = Judgement(0.9, 0.5, {"p": 0.9}, 0.3)
+    assert confident.answerable
+    barred = Judgement(0.9, 0.5, {"p": 0.9}, 0.3, unstated=kind)
+    assert not barred.answerable and barred.leading() == []
+    assert "asks for a time of day" in barred.why_not()
+    assert "asks for" not in Judgement(0.1, 0.5, {"p": 0.1}, 0.3, unstated=kind).why_not()
+
+
+def _notes(tmp_path: Path, canteen: str) -> Workspace:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "canteen.md").write_text(f"# Staff canteen\n\n## Opening\n\n{canteen}\n", encoding="utf-8")
+    (notes / "lockers.md").write_text(
+        "# Lockers\n\n## Renting a locker\n\nLockers at the base lodge are rented at the desk for 5 euro a day.\n",
+        encoding="utf-8",
+    )
+    ws = Workspace(notes, tmp_path / "store", lanes=("identity", "lexical"))
+    ws.index()
+    return ws
+
+
+def test_a_packet_abstains_when_the_note_never_states_the_asked_time(tmp_path: Path) -> None:
+    with _notes(tmp_path, "The staff canteen opens for breakfast and lunch on every working day.") as ws:
+        packet = ws.query("What time does the staff canteen open for breakfast?", as_of=AS_OF)
+        answered = ws.query("How much does a locker at the base lodge cost?", as_of=AS_OF)
+    assert packet.abstained and packet.abstention_reason == "below_threshold"
+    assert any("asks for a time of day" in warning for warning in packet.warnings)
+    assert not answered.abstained
+    assert not any("asks for" in warning for warning in answered.warnings)
+
+
+def test_the_same_packet_answers_once_the_note_states_the_time(tmp_path: Path) -> None:
+    with _notes(tmp_path, "The staff canteen opens for breakfast at 07:30 on every working day.") as ws:
+        packet = ws.query("What time does the staff canteen open for breakfast?", as_of=AS_OF)
+    assert not packet.abstained
+    assert any("07:30" in item.excerpt for item in packet.evidence)
