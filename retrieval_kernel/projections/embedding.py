@@ -17,6 +17,7 @@ functions, so ``%load_ext retrieval_kernel`` stays fast.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import copy
 import hashlib
@@ -223,10 +224,19 @@ def warm_up() -> None:
         load_embedder(DEFAULT_EMBEDDER)
 
 
+WARM_UP_EXIT_WAIT = 60.0  # seconds an exiting interpreter waits for a warm-up still loading the model
+
+
 def warm_up_in_background() -> threading.Thread:
-    """Start :func:`warm_up` on a daemon thread (what ``%load_ext`` does: it returns at once)."""
+    """Start :func:`warm_up` on a daemon thread (what ``%load_ext`` does: it returns at once).
+
+    An interpreter that exits while the thread is inside ONNX Runtime's model load aborts
+    ("terminate called without an active exception"), so exit waits for it (up to
+    :data:`WARM_UP_EXIT_WAIT`); daemon, so a stuck load never holds the process forever.
+    """
     thread = threading.Thread(target=warm_up, name="retrieval-kernel-warm-up", daemon=True)
     thread.start()
+    atexit.register(thread.join, WARM_UP_EXIT_WAIT)
     return thread
 
 
