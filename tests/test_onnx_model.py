@@ -64,3 +64,12 @@ def test_a_cache_it_cannot_write_to_serves_the_guarded_model(served: Path, tmp_p
 
     monkeypatch.setattr(embedding, "_drop_nan_guards", refuse)
     assert embedding.served_model(embedding.model_dir(), tmp_path) == tmp_path / int8.name
+
+
+def test_loading_the_served_model_warns_about_nothing(served: Path, capfd) -> None:
+    """ONNX Runtime writes to stderr (a notebook shows it) when a model holds initializers nothing reads."""
+    import onnxruntime
+
+    capfd.readouterr()
+    onnxruntime.InferenceSession(str(served), providers=["CPUExecutionProvider"])
+    assert "Removing initializer" not in capfd.readouterr().err

@@ -299,10 +299,18 @@ def _drop_nan_guards(source: Path, target: Path) -> None:
         node.input[:] = [passed.get(name, name) for name in node.input]
     for guard in guards:
         nodes.remove(guard)
-    used = {name for node in nodes for name in node.input} | {output.name for output in model.graph.output}
-    for node in [node for node in nodes if node.op_type == "IsNaN" and node.output[0] not in used]:
-        nodes.remove(node)
+    _drop_unused(model.graph)
     onnx.save(model, str(target))
+
+
+def _drop_unused(graph: Any) -> None:
+    """Remove the guards' inputs nothing reads any more (their IsNaN nodes and zero constants), so ONNX
+    Runtime has nothing to clean up, and warn about, when it loads the model."""
+    used = {name for node in graph.node for name in node.input} | {output.name for output in graph.output}
+    for node in [n for n in graph.node if n.op_type in ("IsNaN", "Constant") and not set(n.output) & used]:
+        graph.node.remove(node)
+    for initializer in [i for i in graph.initializer if i.name not in used]:
+        graph.initializer.remove(initializer)
 
 
 def _is_nan_guard(node: Any, producers: dict[str, Any]) -> bool:
