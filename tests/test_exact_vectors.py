@@ -137,3 +137,34 @@ def test_a_new_process_at_the_same_state_loads_the_vectors_instead_of_reading_ch
     assert answers() == edited and len(reads) == 2  # that state's vectors were kept in turn
     (store / EXACT_SNAPSHOT).write_bytes(b"not a snapshot")
     assert answers() == edited and len(reads) == 3  # damaged: read from Chroma
+
+
+def rounded_top_reference(scores: np.ndarray, count: int) -> list[tuple[int, float]]:
+    """What search did before it rounded only the rows near the top: round every score, then keep
+    the ``count`` highest and every row tied at the last place."""
+    rounded = np.round(scores, 6)
+    threshold = np.sort(rounded)[rounded.size - count]
+    return [(int(i), float(rounded[i])) for i in np.flatnonzero(rounded >= threshold)]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_rounding_only_the_top_keeps_the_same_rows_and_ties(seed: int) -> None:
+    """Scores a hair apart round to ties (the last place's tie must keep every tied row), scores
+    just below the last place may round up into it: the same rows and rounded scores either way."""
+    rng = np.random.default_rng(seed)
+    base = rng.choice(np.linspace(0.2, 0.9, 40), size=3_000)  # many exact ties
+    scores = (base + rng.choice([0, 1, -1, 4e-7, -4e-7, 6e-7, 1.4e-6], size=base.size) * 1e-6).astype("float32")
+    for count in (1, 7, 50, 400, 3_000):
+        assert sorted(exact_module.top_rounded(scores, count)) == rounded_top_reference(scores, count), count
+
+
+def test_a_search_leaves_blas_thread_counts_as_it_found_them() -> None:
+    from threadpoolctl import threadpool_info
+
+    def counts() -> list[int]:
+        return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
+
+    before = counts()
+    exact = ExactVectors(["a#p", "b#p"], ["a", "b"], unit(np.eye(2, 8)))
+    assert [pid for pid, _ in exact.search(unit(np.ones((1, 8)))[0], 1)] in (["a#p", "b#p"], ["a#p"], ["b#p"])
+    assert counts() == before

@@ -170,6 +170,10 @@ def _embed_batches(embedder: Embedder, batches: list[dict[str, str]]) -> dict[st
     }
 
 
+def _by_score_then_id(hit: tuple[str, float]) -> tuple[float, str]:
+    return -hit[1], hit[0]
+
+
 def _delete_path(collection: Any, path: str) -> None:
     collection.delete(where={"path": path})
 
@@ -397,11 +401,11 @@ class DenseProjection:
         """Exact cosine over the collection's vectors when it is small enough, else Chroma's HNSW."""
         collection = self._checked_collection(state)
         exact = self._exact_matrix(state, collection)
-        if exact is not None:
-            hits = [DenseHit(pid, score) for pid, score in exact.search(vector, limit)]
-        else:
+        if exact is None:
             hits = self._hnsw(collection, vector, limit)
-        return sorted(hits, key=lambda hit: (-hit.score, hit.passage_id))[:limit]
+            return sorted(hits, key=lambda hit: (-hit.score, hit.passage_id))[:limit]
+        ranked = sorted(exact.search(vector, limit), key=_by_score_then_id)[:limit]
+        return [DenseHit(pid, score) for pid, score in ranked]  # made for the kept hits only
 
     def search_hnsw(self, vector: np.ndarray, limit: int, state: ProjectionState) -> list[DenseHit]:
         """Chroma's own HNSW search whatever the collection's size (what answers past EXACT_SEARCH_LIMIT)."""

@@ -14,6 +14,10 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 FOLD_AT = 1024  # delta rows (or a twentieth of the matrix, if more) before they are folded in
+DECIMALS = 6  # scores are rounded to 1e-6, so ties are ties on every machine
+# Rounding moves a score by at most half a unit of the last kept decimal (plus float32 error): a score
+# this far below the last place's unrounded one cannot round up to it.
+_ROUNDING_REACH = 2 * 10.0**-DECIMALS
 
 
 @cache
@@ -82,15 +86,30 @@ class ExactVectors:
         with _blas().limit(limits=1, user_api="blas"):
             scores = self.matrix @ query if len(ids) else np.zeros(0, "float32")
             extra = np.stack(self._extra_rows) @ query if self._extra_rows else None
-        np.round(scores, 6, out=scores)
-        scores[self.dead] = -np.inf
+        dead = int(np.count_nonzero(self.dead))
+        if dead:
+            scores[self.dead] = -np.inf
         if extra is not None:
             ids = ids + self._extra_ids
-            scores = np.concatenate([scores, np.round(extra, 6)])
-        live = scores.size - int(self.dead.sum())
+            scores = np.concatenate([scores, extra])
+        live = scores.size - dead
         if live == 0 or limit <= 0:
             return []
-        last = scores.size - min(limit, live)
-        threshold = scores[np.argpartition(scores, last)[last]]
-        top = np.flatnonzero(scores >= threshold)
-        return [(ids[i], float(scores[i])) for i in top]
+        return [(ids[i], score) for i, score in top_rounded(scores, min(limit, live))]
+
+
+def top_rounded(scores: np.ndarray, count: int) -> list[tuple[int, float]]:
+    """The rows whose score rounded to 1e-6 is among the ``count`` highest rounded scores (every row
+    tied at the last place included), with those rounded scores; ``count`` <= the finite scores.
+
+    Only the rows near the top are rounded: rounding never reorders scores (it can only make them
+    equal), so the last place's rounded score is the rounding of its unrounded one, and a row can
+    round up to it only from within :data:`_ROUNDING_REACH` below.
+    """
+    last = scores.size - count
+    unrounded = np.partition(scores, last)[last : last + 1]  # the last place's score (a value: no index needed)
+    threshold = np.round(unrounded, DECIMALS)[0]
+    near = np.flatnonzero(scores >= unrounded[0] - _ROUNDING_REACH)
+    rounded = np.round(scores[near], DECIMALS)
+    kept = rounded >= threshold
+    return list(zip(near[kept].tolist(), rounded[kept].tolist(), strict=True))

@@ -1,0 +1,75 @@
+"""The served int8 model: the attention NaN guards dropped, the vectors bit for bit the same."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from retrieval_kernel.projections import embedding
+
+TEXTS = [
+    "Who may approve a production deployment?",
+    "x",
+    "The pager rota approves deployments. " * 80,  # past 256 tokens: truncated
+    "Ünïcode, numbers 3.14 and p<0.05 in one line.",
+]
+
+
+@pytest.fixture(scope="module")
+def served() -> Path:
+    return embedding.served_model(embedding.model_dir(), embedding.default_cache_dir())
+
+
+def test_the_served_model_has_no_nan_guards(served: Path) -> None:
+    import onnx
+
+    kinds = [node.op_type for node in onnx.load(str(served)).graph.node]
+    assert "IsNaN" not in kinds
+    guarded = [
+        node.op_type
+        for node in onnx.load(str(embedding.quantized_model(embedding.model_dir(), served.parent))).graph.node
+    ]
+    assert guarded.count("IsNaN") == 6 and guarded.count("Where") - kinds.count("Where") == 6  # one per layer
+
+
+def test_its_vectors_equal_the_guarded_models_bit_for_bit(served: Path) -> None:
+    import onnxruntime
+
+    ours = embedding.OnnxEmbedder(workers=1)
+    guarded = copy.copy(ours)
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+    int8 = embedding.quantized_model(embedding.model_dir(), served.parent)
+    guarded._sessions = [onnxruntime.InferenceSession(str(int8), options, providers=["CPUExecutionProvider"])]
+    assert np.array_equal(ours.embed(TEXTS), guarded.embed(TEXTS))
+
+
+def test_the_served_model_is_made_once(served: Path) -> None:
+    made = served.stat().st_mtime_ns
+    assert embedding.served_model(embedding.model_dir(), served.parent) == served
+    assert served.stat().st_mtime_ns == made
+
+
+def test_a_cache_it_cannot_write_to_serves_the_guarded_model(served: Path, tmp_path: Path, monkeypatch) -> None:
+    import shutil
+
+    int8 = embedding.quantized_model(embedding.model_dir(), served.parent)
+    shutil.copy(int8, tmp_path / int8.name)
+
+    def refuse(source: Path, target: Path) -> None:
+        raise PermissionError(f"read-only: {target}")
+
+    monkeypatch.setattr(embedding, "_drop_nan_guards", refuse)
+    assert embedding.served_model(embedding.model_dir(), tmp_path) == tmp_path / int8.name
+
+
+def test_loading_the_served_model_warns_about_nothing(served: Path, capfd) -> None:
+    """ONNX Runtime writes to stderr (a notebook shows it) when a model holds initializers nothing reads."""
+    import onnxruntime
+
+    capfd.readouterr()
+    onnxruntime.InferenceSession(str(served), providers=["CPUExecutionProvider"])
+    assert "Removing initializer" not in capfd.readouterr().err
