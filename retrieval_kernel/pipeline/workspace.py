@@ -25,7 +25,7 @@ from ..settings import default_store_dir, resolve_chroma
 from ..store.indexing import SyncReport, refresh_lock, standing_warnings
 from ..store.progress import Progress
 from ..store.records import RecordStore, StoredPassage, utc_now
-from ..store.refresh import CONSISTENT, Debounce, RefreshPolicy, RefreshRecord, Watcher, checked_change_detection
+from ..store.refresh import Debounce, RefreshPolicy, RefreshRecord, Watcher, checked_change_detection
 from . import policy
 from .abstention import (
     ABSTAIN_BELOW_THRESHOLD,
@@ -85,7 +85,10 @@ class Workspace(Upkeep):
     a change (falling back to ``walk`` where the OS cannot notify); ``walk`` stats every
     note on every refreshing query (for folders whose changes the OS does not report, such
     as some network mounts). ``progress`` shows a bar (tqdm) while a long index or refresh
-    reads notes, indexes passages or embeds them.
+    reads notes, indexes passages or embeds them. ``defer_writes`` (``on-query`` mode): a query that
+    finds changed notes answers from the record store and the in-memory search forms, and writes the
+    Whoosh and Chroma projections once the workspace is idle (:mod:`retrieval_kernel.store.refresh`);
+    ``index()``, ``refresh()`` and ``close()`` leave them written.
     """
 
     def __init__(
@@ -107,6 +110,7 @@ class Workspace(Upkeep):
         judge_answers: bool = True,
         change_detection: str = "notify",
         progress: bool = False,
+        defer_writes: bool = True,
     ) -> None:
         self.notes_dir = Path(notes_dir)
         if not self.notes_dir.is_dir():
@@ -145,11 +149,13 @@ class Workspace(Upkeep):
         self.watched_pending = 0  # notes the watcher last saw changed on disk and not yet indexed
         self.last_refresh: RefreshRecord | None = None
         self.last_timings: dict[str, float] = {}  # where the last query's time went, ms by stage
+        self.defer_writes = defer_writes
         if self.policy.mode == "watch":
             self.watch()
 
     def close(self) -> None:
         self.stop_watching()
+        self.finish_writes()
         self.close_change_feed()
         self.lexical_lane.close()
         self.dense_lane.close()
@@ -212,6 +218,7 @@ class Workspace(Upkeep):
             refresh_timeout=self.policy.timeout,
             index_clock=self.index_clock,
             change_detection=self.change_detection,
+            defer_writes=False,
         )
 
     # ------------------------------------------------------------ querying
@@ -256,7 +263,7 @@ class Workspace(Upkeep):
         runs = self.run_lanes(
             query,
             chosen,
-            outcome.state != CONSISTENT,
+            outcome.lanes_stale,
             eligibility.screen(view.hidden),
             outcome.pending,
             stages=stages,
