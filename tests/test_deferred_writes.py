@@ -125,8 +125,50 @@ def test_an_idle_runner_waits_for_quiet_and_runs_once() -> None:
     assert not ran
     assert done.wait(5)
     assert len(ran) == 1 and ran[0] - started >= 0.6
+    busy = IdleRunner(lambda: ran.append(time.monotonic()), idle=0.2, at_most=0.5)
+    started = time.monotonic()
+    busy.schedule()
+    while len(ran) == 1 and time.monotonic() - started < 5:  # a query every 0.1 s: it runs anyway, once due
+        busy.postpone()
+        time.sleep(0.1)
+    busy.stop()
+    assert len(ran) == 2 and 0.5 <= ran[1] - started < 1.5
     runner.schedule()
     runner.cancel()  # cancelled before it was due: never runs
     time.sleep(0.4)
     runner.stop()
-    assert len(ran) == 1 and runner.last_error is None
+    assert len(ran) == 2 and runner.last_error is None
+
+
+def test_context_with_refresh_answers_after_every_projection_is_written(
+    tmp_path: Path, workshop_notes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from IPython.core.getipython import get_ipython
+    from IPython.testing.globalipapp import start_ipython
+
+    monkeypatch.setattr(upkeep, "DEFER_IDLE", 600.0)
+    notes = tmp_path / "notes"
+    shutil.copytree(workshop_notes, notes)
+    ip = start_ipython() or get_ipython()
+    monkeypatch.chdir(tmp_path)
+    ip.run_line_magic("load_ext", "retrieval_kernel")
+    options = f"--notes {notes} --store {tmp_path / 'store'} --lanes identity,lexical --as-of {AS_OF}"
+    try:
+        ip.run_line_magic("context", f"{options} {QUESTIONS[0]}")
+        target = sorted(notes.glob("*.md"))[0]
+        target.write_text(target.read_text(encoding="utf-8") + EDIT, encoding="utf-8")
+        deferred = ip.run_line_magic("context", f"{options} {QUESTIONS[1]}")
+        assert any("not written" in text for text in deferred.warnings)  # the default: answered first
+        target.write_text(target.read_text(encoding="utf-8") + "\nOne more line.\n", encoding="utf-8")
+        packet = ip.run_line_magic("context", f"{options} --refresh {QUESTIONS[1]}")
+        assert packet.projection == "consistent" and not packet.warnings  # written before it answered
+        with Workspace(notes, tmp_path / "store", refresh="off") as observer:
+            newest = observer.records.high_water()
+            assert observer.records.projection("lexical").high_water == newest  # type: ignore[union-attr]
+    finally:
+        from retrieval_kernel.magics import ContextMagics
+
+        for magics in [c for c in ip.configurables if isinstance(c, ContextMagics)]:
+            for workspace in magics._workspaces.values():
+                workspace.close()
+            magics._workspaces.clear()

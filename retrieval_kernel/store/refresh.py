@@ -17,9 +17,9 @@ store (durable, with their change-log entries), brings the in-memory search form
 compiled lexical form; the exact-search vectors, each changed passage's new vector taken from the
 embedding cache when it is there) and answers. The durable projection writes (the Whoosh commit,
 embedding, Chroma's delete and add) wait for the first ``DEFER_IDLE`` seconds without a query
-(:class:`IdleRunner`), then run on a thread of their own. Until they are done the packet says so;
-a process killed before them loses nothing: the projections' high-water marks stay behind the
-change log, and the next refresh (any process's) catches them up.
+(at most ``DEFER_AT_MOST`` seconds: :class:`IdleRunner`), then run on a thread of their own. Until
+they are done the packet says so; a process killed before them loses nothing: the projections'
+high-water marks stay behind the change log, and the next refresh (any process's) catches them up.
 
 Whatever the mode, only one process or thread publishes at a time (the store's lock);
 a query that finds the lock taken answers from the last good projections as
@@ -47,6 +47,7 @@ DEFAULT_MODE = "on-query"
 DEFAULT_DEBOUNCE = 0.0
 DEFAULT_INTERVAL = 1.0
 DEFER_IDLE = 0.5  # seconds without a query before a refresh's deferred projection writes start
+DEFER_AT_MOST = 3.0  # ... or this long after they were first deferred, however busy the queries keep it
 LAST_REFRESH_KEY = "last_refresh"
 CHANGE_DETECTION = ("notify", "walk")  # how a refreshing query learns that notes changed (store/changefeed.py)
 
@@ -206,7 +207,8 @@ class Watcher:
 
 class IdleRunner:
     """Runs ``work`` on a thread of its own once ``idle`` seconds passed since the last :meth:`schedule`
-    or :meth:`postpone` (a query): deferred writes never compete with a burst of queries.
+    or :meth:`postpone` (a query), or ``at_most`` seconds after it was first scheduled: deferred writes
+    do not compete with a burst of queries, nor wait for it forever.
 
     ``work`` runs in the thread (which should own its own store connections); its exceptions
     are kept in ``last_error``. The thread waits on a condition, never spinning.
@@ -217,9 +219,12 @@ class IdleRunner:
         work: Callable[[], Any],
         idle: float,
         finish: Callable[[], Any] | None = None,
+        at_most: float = DEFER_AT_MOST,
         name: str = "retrieval-kernel-deferred",
     ) -> None:
         self._work = work
+        self.at_most = at_most
+        self._latest: float | None = None  # when a scheduled run is due however busy it is kept
         self._finish = finish  # run in the thread as it ends (closes what the work opened there)
         self.idle = idle
         self._name = name
@@ -234,7 +239,10 @@ class IdleRunner:
     def schedule(self) -> None:
         """Run the work once ``idle`` seconds pass without another call (starts the thread if needed)."""
         with self._cond:
-            self._due = time.monotonic() + self.idle
+            now = time.monotonic()
+            if self._due is None or self._latest is None:
+                self._latest = now + self.at_most
+            self._due = min(now + self.idle, self._latest)
             if self._thread is None or not self._thread.is_alive():
                 self._stopped = False
                 self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
@@ -244,8 +252,8 @@ class IdleRunner:
     def postpone(self) -> None:
         """Push a scheduled run ``idle`` seconds further (a query came)."""
         with self._cond:
-            if self._due is not None:
-                self._due = time.monotonic() + self.idle
+            if self._due is not None and self._latest is not None:
+                self._due = min(time.monotonic() + self.idle, self._latest)
 
     def cancel(self, wait: bool = True) -> None:
         """Drop a scheduled run; with ``wait``, let a running one finish first."""
