@@ -94,8 +94,18 @@ def test_the_writes_run_by_themselves_once_the_workspace_is_idle(edited, monkeyp
     while ws.writes_pending and time.monotonic() < deadline:
         time.sleep(0.05)
     assert behind(ws) == {"lexical": 0, "dense": 0}
+    dense = ws.dense
+    reads: list[str] = []
+    for name in ("_all_vectors", "_load_exact"):  # the writer published elsewhere: nothing is read again
+        original = getattr(dense, name)
+        counted = lambda *args, name=name, original=original: reads.append(name) or original(*args)  # noqa: E731
+        monkeypatch.setattr(dense, name, counted)
     packet = ws.query(QUESTIONS[1], as_of=AS_OF)
     assert packet.projection == "consistent" and lane(packet, "dense").lag == 0 and not packet.warnings
+    assert ws.lexical._compiled is not None and not reads
+    target = sorted(ws.notes_dir.glob("*.md"))[1]
+    target.write_text(target.read_text(encoding="utf-8") + "\n## Rota\n\nThe rota changes weekly.\n", encoding="utf-8")
+    assert ws.query(QUESTIONS[1], as_of=AS_OF).projection == "stale" and not reads  # the next edit, in place
 
 
 @pytest.mark.parametrize("explicit", ["index", "refresh", "close"])

@@ -186,6 +186,8 @@ class Upkeep:
         if self._debounce.waiting(tuple(changes)):
             return self._stale(pending)
         if pending or self._behind() or (retry_failed_lanes and "dense" in self.lane_errors):
+            if pending and self._writer is not None and self._writer.busy:
+                self._writer.cancel(wait=True)  # our own deferred writes hold the lock: the edit waits for them
             return self.refresh(only=self._suspects if self._named else None, defer=defer)
         return self.observe(pending=0)
 
@@ -264,15 +266,14 @@ class Upkeep:
         return any(self._answers_behind(name) for name in self._projected_lanes())
 
     def _answers_behind(self, name: str) -> bool:
-        newest = self.records.high_water()
         state = self.records.projection(name)
-        if state is None or state.high_water >= newest:
-            return state is None
+        if state is None:
+            return True
         if name == "lexical":
             answered = self.lexical_lane.projection.answering_high_water()
-        else:
+        else:  # its in-memory vectors may lack notes even once the projection is written
             answered = self.dense_lane.projection.answering_high_water(state) if self.dense_lane.built else None
-        return answered is None or answered < newest
+        return (state.high_water if answered is None else answered) < self.records.high_water()
 
     def _durable_lag(self) -> int:
         """Change-log entries the durable projections of this workspace's lanes have yet to write."""

@@ -25,7 +25,16 @@ from ..settings import default_store_dir, resolve_chroma
 from ..store.indexing import SyncReport, refresh_lock, standing_warnings
 from ..store.progress import Progress
 from ..store.records import RecordStore, StoredPassage, utc_now
-from ..store.refresh import Debounce, RefreshPolicy, RefreshRecord, Watcher, checked_change_detection
+from ..store.refresh import (
+    CONSISTENT,
+    STALE,
+    Debounce,
+    RefreshOutcome,
+    RefreshPolicy,
+    RefreshRecord,
+    Watcher,
+    checked_change_detection,
+)
 from . import policy
 from .abstention import (
     ABSTAIN_BELOW_THRESHOLD,
@@ -268,6 +277,7 @@ class Workspace(Upkeep):
             outcome.pending,
             stages=stages,
         )
+        outcome = _as_answered(outcome, runs)
         stages.start("judge")
         runs, aside_runs = split_runs(runs, view.hidden, eligibility, self.dense_min_cosine)
         reports = tuple(run.report for run in runs.values())
@@ -491,6 +501,16 @@ class Workspace(Upkeep):
             for item in fused
             if item.passage_id in stored
         ]
+
+
+def _as_answered(outcome: RefreshOutcome, runs: dict[str, LaneRun]) -> RefreshOutcome:
+    """The outcome, stale after all when a lane says it answered behind the notes (the packet never
+    claims more than its lanes)."""
+    behind = tuple(name for name, run in runs.items() if run.report.status == "stale")
+    if outcome.state != CONSISTENT or not behind:
+        return outcome
+    why = f"the {', '.join(behind)} lane(s) answered behind the notes (their reports say why)"
+    return replace(outcome, state=STALE, error=why, lanes_behind=behind)
 
 
 def _outcome_id(packet: Packet) -> str:

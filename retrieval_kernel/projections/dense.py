@@ -454,12 +454,11 @@ class DenseProjection:
 
     def _exact_serves(self, state: ProjectionState, collection_id: str) -> bool:
         """Whether the vectors in memory answer for ``state``: read at it, or at the same version and
-        collection and brought forward past it (:meth:`advance`, then a sync that published less)."""
+        collection and brought forward to or past it (:meth:`advance`; then a sync, perhaps another
+        workspace's, published it with its own time)."""
         assert self._exact is not None
         held, held_id = self._exact[0]
-        if held_id != collection_id or held.version != state.version:
-            return False
-        return held == state or held.high_water > state.high_water
+        return held_id == collection_id and held.version == state.version and held.high_water >= state.high_water
 
     def advance(self, records: RecordStore) -> bool:
         """Bring the in-memory exact-search vectors up to the record store, leaving Chroma behind.
