@@ -388,8 +388,16 @@ class Upkeep:
             "projections": [self._projection_status(name, newest, outcome.pending) for name in self._projected_lanes()],
             "last_refresh": None if last is None else json.loads(last.to_json()),
             "last_error": (last.error if last is not None and last.result != "ok" else None)
-            or (self._watcher.last_error if self._watcher else None),
+            or self._background_error(),
         }
+
+    def _background_error(self) -> str | None:
+        """What the watcher's or the deferred writer's last run failed with (``None``: nothing)."""
+        if self._watcher is not None and self._watcher.last_error:
+            return self._watcher.last_error
+        if self._writer is not None and self._writer.last_error:
+            return f"deferred projection writes: {self._writer.last_error}"
+        return None
 
     def _projection_status(self, name: str, newest: int, pending: int) -> dict[str, Any]:
         state = self.records.projection(name)
