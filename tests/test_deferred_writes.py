@@ -182,3 +182,13 @@ def test_context_with_refresh_answers_after_every_projection_is_written(
             for workspace in magics._workspaces.values():
                 workspace.close()
             magics._workspaces.clear()
+
+
+def test_many_changed_notes_are_written_before_the_answer(edited, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws, _ = edited
+    monkeypatch.setattr(upkeep, "DEFER_NOTES", 1)
+    second = sorted(ws.notes_dir.glob("*.md"))[1]
+    second.write_text(second.read_text(encoding="utf-8") + "\n## Rota\n\nThe rota changes weekly.\n", encoding="utf-8")
+    packet = ws.query(QUESTIONS[1], as_of=AS_OF)  # two notes changed: past the limit, written as before
+    assert behind(ws) == {"lexical": 0, "dense": 0} and not ws.writes_pending
+    assert packet.projection == "consistent" and not packet.warnings

@@ -39,6 +39,9 @@ PROJECTED_LANES = ("lexical", "dense")  # the lanes with a projection to keep ca
 # (notes, cached vectors) and the next query carries on, so a first question on a big folder is never
 # stuck behind an unbounded job. An explicit index() has no limit unless one is given.
 QUERY_REFRESH_TIMEOUT = 600.0
+# A query defers the projection writes of at most this many changed notes (counting those still unwritten):
+# more (a checkout, a bulk edit) are written before it answers, as before, so the writer's runs stay short.
+DEFER_NOTES = 16
 
 
 class Upkeep:
@@ -286,8 +289,13 @@ class Upkeep:
     def _advance_in_memory(self) -> bool:
         """Bring the lanes' in-memory search forms up to the record store (the projections' writes wait);
         ``False`` when they cannot answer for it (a projection not built or unreadable, vectors past the
-        exact-search limit): then the projections are written at once, which repairs and reports."""
-        if self.records.projection("lexical") is None:
+        exact-search limit) or too many notes wait: then the projections are written at once, which
+        repairs and reports."""
+        states = [self.records.projection(name) for name in ("lexical", *self._projected_lanes())]
+        if any(state is None for state in states):
+            return False
+        oldest = min(state.high_water for state in states if state is not None)
+        if self.records.changed_paths(oldest, DEFER_NOTES) is None:
             return False
         try:
             self.lexical_lane.projection.advance()
