@@ -160,8 +160,8 @@ class Upkeep:
         deferred = self._durable_lag()
         if not behind:
             return RefreshOutcome(CONSISTENT, report, deferred=deferred)
-        why = "the dense lane has not embedded every changed note yet (its report names them); the other lanes"
-        return RefreshOutcome(STALE, report, f"{why} answer from the current notes", 0, deferred, behind)
+        why = f"the {', '.join(behind)} lane(s) answer behind the notes (their reports say why)"
+        return RefreshOutcome(STALE, report, f"{why}; the others answer from the current notes", 0, deferred, behind)
 
     def _remember(self, record: RefreshRecord) -> None:
         """Keep the refresh's result for ``status`` (in the store when it can be written)."""
@@ -291,7 +291,7 @@ class Upkeep:
         ``False`` when they cannot answer for it (a projection not built or unreadable, vectors past the
         exact-search limit) or too many notes wait: then the projections are written at once, which
         repairs and reports."""
-        states = [self.records.projection(name) for name in ("lexical", *self._projected_lanes())]
+        states = [self.records.projection(name) for name in {"lexical", *self._projected_lanes()}]
         if any(state is None for state in states):
             return False
         oldest = min(state.high_water for state in states if state is not None)

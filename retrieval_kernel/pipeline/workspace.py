@@ -277,7 +277,7 @@ class Workspace(Upkeep):
             outcome.pending,
             stages=stages,
         )
-        outcome = _as_answered(outcome, runs)
+        outcome = _as_answered(outcome, runs, self._projected_lanes())
         stages.start("judge")
         runs, aside_runs = split_runs(runs, view.hidden, eligibility, self.dense_min_cosine)
         reports = tuple(run.report for run in runs.values())
@@ -503,10 +503,10 @@ class Workspace(Upkeep):
         ]
 
 
-def _as_answered(outcome: RefreshOutcome, runs: dict[str, LaneRun]) -> RefreshOutcome:
-    """The outcome, stale after all when a lane says it answered behind the notes (the packet never
-    claims more than its lanes)."""
-    behind = tuple(name for name, run in runs.items() if run.report.status == "stale")
+def _as_answered(outcome: RefreshOutcome, runs: dict[str, LaneRun], kept: Sequence[str]) -> RefreshOutcome:
+    """The outcome, stale after all when a lane this workspace keeps up (``kept``) says it answered behind
+    the notes (the packet never claims more than its lanes)."""
+    behind = tuple(name for name, run in runs.items() if name in kept and run.report.status == "stale")
     if outcome.state != CONSISTENT or not behind:
         return outcome
     why = f"the {', '.join(behind)} lane(s) answered behind the notes (their reports say why)"
