@@ -321,6 +321,14 @@ class DenseLane:
             return False
         return self.projection.advance(self.host.records)
 
+    def embed_changes(self) -> None:
+        """Embed the passages the next :meth:`sync` adds into the embedding cache (no projection write);
+        never raises: the sync embeds what is missing and reports what fails."""
+        if self.problem():
+            return
+        with contextlib.suppress(Exception):
+            self.projection.embed_changes(self.host.records)
+
     def embed_early(self) -> None:
         """Start embedding what the coming sync adds (a few passages) beside the work before it; never raises."""
         if self._projection is None or self.problem():

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -71,6 +72,7 @@ class Upkeep:
     _named = False  # the last check read the suspects' stats only (no walk), so a refresh may sync only them
     defer_writes = False  # a refreshing query answers first and writes the projections when idle (on-query mode)
     _writer: IdleRunner | None = None  # the deferred projection writes, on a thread of their own
+    _stop_writes: threading.Event  # set while a query waits for the writer: it stops at its next step
 
     def deadline(self) -> float | None:
         return self.policy.deadline()
@@ -190,7 +192,7 @@ class Upkeep:
             return self._stale(pending)
         if pending or self._behind() or (retry_failed_lanes and "dense" in self.lane_errors):
             if pending and self._writer is not None and self._writer.busy:
-                self._writer.cancel(wait=True)  # our own deferred writes hold the lock: the edit waits for them
+                self._cancel_writes()  # our own deferred writes hold the lock: the edit waits for one step
             return self.refresh(only=self._suspects if self._named else None, defer=defer)
         return self.observe(pending=0)
 
@@ -311,11 +313,27 @@ class Upkeep:
         if "dense" in self.lanes:
             self.dense_lane.sync()
 
-    def write_projections(self, wait: bool = True) -> None:
-        """Write what a deferring refresh left to write (the deferred writer's work; safe to call anytime)."""
+    def write_projections(self, wait: bool = True, stop: Callable[[], bool] | None = None) -> None:
+        """Write what a deferring refresh left to write (the deferred writer's work; safe to call anytime).
+
+        With ``stop`` (the writer's), the lock is held for one projection at a time and the new
+        passages are embedded outside it; ``stop()`` is asked between the steps, so a query with an
+        edit of its own waits for one step at most (it schedules the rest again).
+        """
+        if stop is None:
+            with refresh_lock(self.store_dir, wait=wait):
+                if self._durable_lag():
+                    self._write_projections(self.deadline())
+            return
         with refresh_lock(self.store_dir, wait=wait):
-            if self._durable_lag():
-                self._write_projections(self.deadline())
+            self.lexical_lane.projection.sync(self.records, self.deadline())
+        if "dense" not in self.lanes or stop():
+            return
+        self.dense_lane.embed_changes()  # into the embedding cache: no lock needed
+        if stop():
+            return
+        with refresh_lock(self.store_dir, wait=wait):
+            self.dense_lane.sync()
 
     def _schedule_writes(self) -> None:
         if self._writer is None:
@@ -324,8 +342,13 @@ class Upkeep:
         self._writer.schedule()
 
     def _cancel_writes(self) -> None:
+        """Drop scheduled deferred writes; a running one stops at its next step (this thread waits for that)."""
         if self._writer is not None:
-            self._writer.cancel(wait=True)
+            self._stop_writes.set()
+            try:
+                self._writer.cancel(wait=True)
+            finally:
+                self._stop_writes.clear()
 
     @property
     def writes_pending(self) -> bool:
@@ -454,7 +477,7 @@ class _DeferredWrites:
     def run(self) -> None:
         if self._workspace is None:
             self._workspace = self._owner.shadow()
-        self._workspace.write_projections(wait=True)
+        self._workspace.write_projections(wait=True, stop=self._owner._stop_writes.is_set)
 
     def close(self) -> None:
         if self._workspace is not None:

@@ -10,6 +10,7 @@ import datetime as dt
 import hashlib
 import json
 import os
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -159,6 +160,7 @@ class Workspace(Upkeep):
         self.last_refresh: RefreshRecord | None = None
         self.last_timings: dict[str, float] = {}  # where the last query's time went, ms by stage
         self.defer_writes = defer_writes
+        self._stop_writes = threading.Event()
         if self.policy.mode == "watch":
             self.watch()
 

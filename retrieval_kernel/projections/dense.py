@@ -337,6 +337,13 @@ class DenseProjection:
             self._on(collection, "add vectors", partial(_add_batch, batch=batch, embeddings=embeddings))
         return vectors
 
+    def embed_changes(self, records: RecordStore) -> None:
+        """Embed, into the cache, the passages of the notes changed since this projection's high-water mark."""
+        state = records.projection(NAME)
+        paths = records.changed_paths(state.high_water) if state is not None else None
+        if paths:
+            self.vectors_for([passage for path in sorted(paths) for passage in records.passages_of(path)])
+
     def embed_early(self, records: RecordStore) -> None:
         """Start embedding, on a thread of its own, the few passages the next :meth:`sync` will add that the
         cache lacks (a refresh after an edit), so the embedding overlaps the lexical sync; the sync takes them.
