@@ -192,3 +192,17 @@ def test_many_changed_notes_are_written_before_the_answer(edited, monkeypatch: p
     packet = ws.query(QUESTIONS[1], as_of=AS_OF)  # two notes changed: past the limit, written as before
     assert behind(ws) == {"lexical": 0, "dense": 0} and not ws.writes_pending
     assert packet.projection == "consistent" and not packet.warnings
+
+
+def test_the_writer_stops_between_its_steps_when_a_query_asks(edited) -> None:
+    ws, _ = edited
+    ws.query(QUESTIONS[1], as_of=AS_OF)
+    ws.write_projections(stop=lambda: True)  # a query with an edit of its own is waiting: nothing
+    assert behind(ws) == {"lexical": 1, "dense": 1}
+    asked: list[int] = []
+    ws.write_projections(stop=lambda: asked.append(1) or len(asked) > 1)  # asked again after Whoosh's step
+    assert behind(ws) == {"lexical": 0, "dense": 1}
+    ws.write_projections(stop=lambda: False)
+    assert behind(ws) == {"lexical": 0, "dense": 0}
+    packet = ws.query(QUESTIONS[1], as_of=AS_OF)
+    assert packet.projection == "consistent" and not packet.warnings

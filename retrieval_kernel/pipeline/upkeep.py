@@ -325,6 +325,8 @@ class Upkeep:
                 if self._durable_lag():
                     self._write_projections(self.deadline())
             return
+        if stop():
+            return
         with refresh_lock(self.store_dir, wait=wait):
             self.lexical_lane.projection.sync(self.records, self.deadline())
         if "dense" not in self.lanes or stop():
