@@ -206,3 +206,15 @@ def test_the_writer_stops_between_its_steps_when_a_query_asks(edited) -> None:
     assert behind(ws) == {"lexical": 0, "dense": 0}
     packet = ws.query(QUESTIONS[1], as_of=AS_OF)
     assert packet.projection == "consistent" and not packet.warnings
+
+
+def test_status_says_what_waits_to_be_written(edited) -> None:
+    from retrieval_kernel.store.refresh import status_text
+
+    ws, _ = edited
+    ws.query(QUESTIONS[1], as_of=AS_OF)
+    status = ws.status()
+    assert status["deferred_writes"] == 1 and [p["lag"] for p in status["projections"]] == [1, 1]
+    assert "1 change(s) answered from memory, written to disk once idle" in status_text(status)
+    ws.flush_writes()
+    assert ws.status()["deferred_writes"] == 0

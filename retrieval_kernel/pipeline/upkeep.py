@@ -159,7 +159,7 @@ class Upkeep:
         """The outcome once the record store holds every change: consistent, unless a lane's in-memory
         form still lacks some (stale, saying which); either way, how much is not yet written durably."""
         behind = tuple(name for name in self._projected_lanes() if self._answers_behind(name))
-        deferred = self._durable_lag()
+        deferred = self._deferred_writes()
         if not behind:
             return RefreshOutcome(CONSISTENT, report, deferred=deferred)
         why = f"the {', '.join(behind)} lane(s) answer behind the notes (their reports say why)"
@@ -221,7 +221,9 @@ class Upkeep:
             if pending
             else "a projection is behind the record store"
         )
-        return RefreshOutcome(STALE, None, f"{why}; answering from the last good index", pending)
+        return RefreshOutcome(
+            STALE, None, f"{why}; answering from the last good index", pending, self._deferred_writes()
+        )
 
     def _pending(self) -> int:
         """How many notes changed on disk since the change log last heard of them."""
@@ -279,6 +281,10 @@ class Upkeep:
         else:  # its in-memory vectors may lack notes even once the projection is written
             answered = self.dense_lane.projection.answering_high_water(state) if self.dense_lane.built else None
         return (state.high_water if answered is None else answered) < self.records.high_water()
+
+    def _deferred_writes(self) -> int:
+        """Change-log entries this workspace answered from memory and has yet to write (its writer's work)."""
+        return self._durable_lag() if self._writer is not None else 0
 
     def _durable_lag(self) -> int:
         """Change-log entries the durable projections of this workspace's lanes have yet to write."""
@@ -418,6 +424,7 @@ class Upkeep:
                 "read_only": self.records.read_only,
             },
             "pending_notes": outcome.pending,
+            "deferred_writes": outcome.deferred,  # changes in memory, not yet written to Whoosh and Chroma
             "projections": [self._projection_status(name, newest, outcome.pending) for name in self._projected_lanes()],
             "last_refresh": None if last is None else json.loads(last.to_json()),
             "last_error": (last.error if last is not None and last.result != "ok" else None)

@@ -347,6 +347,8 @@ def status_text(status: dict[str, Any]) -> str:
         + (" (read-only)" if store["read_only"] else "")
         + (f"; {status['pending_notes']} note(s) changed on disk, not yet indexed" if status["pending_notes"] else ""),
     ]
+    if status.get("deferred_writes"):
+        lines.append(f"  {status['deferred_writes']} change(s) answered from memory, written to disk once idle")
     for projection in status["projections"]:
         version = "not built" if projection["version"] is None else f"v{projection['version']}"
         line = f"  {projection['name']:<8} {version}  high-water {projection['high_water']}  lag {projection['lag']}"
