@@ -204,7 +204,9 @@ class ContextMagics(Magics, Configurable):
         question in the cell. Options: ``--notes DIR``, ``--store DIR``,
         ``--as-of YYYY-MM-DD``, ``--max-bytes N`` | ``--max-chars N``, ``--top N``,
         ``--scope A,B``, ``--intent orient|verify|plan|audit``, ``--audit``,
-        ``--lanes identity,lexical,dense``, ``--json`` (print the packet JSON), ``--no-refresh``,
+        ``--lanes identity,lexical,dense``, ``--json`` (print the packet JSON), ``--no-refresh``, ``--refresh``
+        (refresh every projection durably before answering; by default a query answers first and writes the
+        projections when idle),
         ``--live SOURCE`` (repeatable: a JSON file, ``cmd:COMMAND`` or an http(s) URL), ``--live-timeout S``,
         ``--no-live``.
         ``--select [--when key=value ...]``: applicability mode, the records that apply (see applicability.py).
@@ -221,6 +223,8 @@ class ContextMagics(Magics, Configurable):
             return self._select(query, options, settings)
         try:
             workspace = self._workspace(settings)
+            if options["refresh"] is True:  # asked for: every projection written before the answer
+                workspace.refresh(wait=True)
             packet = workspace.query(
                 query,
                 as_of=settings.as_of,

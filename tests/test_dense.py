@@ -547,6 +547,11 @@ def test_dense_projection_behind_the_record_store_reports_its_lag(pumps: Workspa
     assert dense.high_water + 2 == pumps.records.high_water()
 
     pumps.lanes = ("lexical", "dense")
+    packet = pumps.query("intake filter", as_of=AS_OF, lanes=["lexical", "dense"])  # answers first
+    dense = lane(packet, "dense")
+    assert (packet.projection, dense.status, dense.lag) == ("stale", "stale", 2)
+    assert dense.reason is not None and "pumps.md" in dense.reason  # named: not embedded yet
+    pumps.flush_writes()
     packet = pumps.query("intake filter", as_of=AS_OF, lanes=["lexical", "dense"])
     assert (lane(packet, "dense").status, lane(packet, "dense").lag) == ("ok", 0)
     assert "pumps#drain" in dense_ids(pumps, "drain plug")

@@ -65,6 +65,9 @@ def test_a_refresh_carries_the_vectors_over_without_reading_them_back(tmp_path: 
         reads: list[int] = []
         original = dense._all_vectors
         dense._all_vectors = lambda *args: reads.append(1) or original(*args)  # type: ignore[method-assign]
+        packet = workspace.query(question, as_of="2026-10-15")  # answers first: the new passages wait
+        assert packet.projection == "stale" and not reads  # the old vectors dropped in place, none read back
+        workspace.flush_writes()  # the deferred writes: embedded, written to Chroma, patched in memory
         packet = workspace.query(question, as_of="2026-10-15")
         assert packet.projection == "consistent" and not reads  # patched in place, never read back
         state = workspace.records.projection("dense")
@@ -132,11 +135,13 @@ def test_a_new_process_at_the_same_state_loads_the_vectors_instead_of_reading_ch
     assert answers() == first and len(reads) == 1  # loaded, not read back
     target = sorted(notes.glob("*.md"))[0]
     target.write_text(target.read_text(encoding="utf-8") + "\n## Pager\n\nThe pager rota approves deployments.\n")
-    edited = answers()  # refreshes first, then searches another state: read from Chroma once more
-    assert len(reads) == 2 and edited != first
-    assert answers() == edited and len(reads) == 2  # that state's vectors were kept in turn
+    edited = answers()  # answers from the loaded vectors brought forward in memory; closing writes Chroma
+    assert len(reads) == 1 and edited != first
+    settled = answers()  # another state: read from Chroma once more
+    assert len(reads) == 2 and settled != edited  # the edited note's passages are embedded now
+    assert answers() == settled and len(reads) == 2  # that state's vectors were kept in turn
     (store / EXACT_SNAPSHOT).write_bytes(b"not a snapshot")
-    assert answers() == edited and len(reads) == 3  # damaged: read from Chroma
+    assert answers() == settled and len(reads) == 3  # damaged: read from Chroma
 
 
 def rounded_top_reference(scores: np.ndarray, count: int) -> list[tuple[int, float]]:

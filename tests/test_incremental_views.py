@@ -181,6 +181,8 @@ def test_a_workspace_answers_like_a_fresh_one_after_each_edit(tmp_path: Path) ->
         workspace.index()
         for edit in [lambda: None, *edits]:
             edit()
+            workspace.query(QUESTIONS[0], as_of="2026-11-30")  # finds the edit, answers first
+            workspace.flush_writes()  # then the projections are written, as once the workspace is idle
             for scopes in (None, "ops"):
                 for question in QUESTIONS:
                     kept = workspace.query(question, as_of="2026-11-30", scopes=scopes).to_json()

@@ -233,7 +233,7 @@ def test_refresh_false_notices_added_and_deleted_notes(ws_for) -> None:
 def test_failed_refresh_serves_the_last_good_index(ws_for, monkeypatch) -> None:
     ws = ws_for({"g.md": note("2026-10-01")})
 
-    def read_only(self, wait=True, timeout=None, only=None):
+    def read_only(self, wait=True, timeout=None, only=None, defer=False):
         raise StoreError(f"attempt to write a readonly database at {self.store_dir / DATABASE_NAME}")
 
     monkeypatch.setattr(Workspace, "index", read_only)

@@ -227,6 +227,66 @@ def kill_mid_refresh(result: Scenario, where: str) -> None:
         result.check("nothing is lost: equal to a build from scratch", after == fresh_snapshot(notes, work / "fresh"))
 
 
+_ANSWER_THEN_WAIT = """
+import json, sys, time
+from retrieval_kernel.pipeline import upkeep
+from retrieval_kernel.pipeline.workspace import Workspace
+
+upkeep.DEFER_IDLE = 600.0  # the deferred writes are still waiting when the process is killed
+ws = Workspace(sys.argv[1], sys.argv[2], lanes=("identity", "lexical"))
+packet = ws.query("seal torque", as_of=sys.argv[3])
+seen = {"ids": [e.id for e in packet.evidence], "projection": packet.projection, "warnings": list(packet.warnings)}
+print("ANSWERED " + json.dumps(seen), flush=True)
+time.sleep(600)
+"""
+
+
+def _answered(process: subprocess.Popen[str]) -> dict[str, Any] | None:
+    """What the child printed on its ``ANSWERED`` line (``None``: it ended or never said)."""
+    assert process.stdout is not None
+    deadline = time.monotonic() + CHILD_WAIT
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            return None
+        if line.startswith("ANSWERED "):
+            return dict(json.loads(line.removeprefix("ANSWERED ")))
+    return None
+
+
+def kill_after_answer(result: Scenario) -> None:
+    """A query answers an edit before writing the projections; the process dies before it writes them."""
+    with _disposable() as (work, notes, store):
+        with Workspace(notes, store, lanes=FAST_LANES) as ws:
+            ws.index()
+        edit_corpus(notes)
+        child = _child(_ANSWER_THEN_WAIT, str(notes), str(store), AS_OF)
+        seen = _answered(child)
+        child.send_signal(signal.SIGKILL)
+        child.communicate()
+        result.check("the query answered, then the process was killed", seen is not None, child.returncode)
+        if seen is None:
+            return
+        result.check("it answered from the edit", any(pid.startswith("pumps") for pid in seen["ids"]), seen["ids"])
+        result.check("saying the projections were not written", any("not written" in w for w in seen["warnings"]))
+        with Workspace(notes, store, lanes=FAST_LANES, refresh="off") as ws:
+            state, newest = ws.records.projection("lexical"), ws.records.high_water()
+            result.check("the record store kept the edit", not ws.pending_changes())
+            result.check("the lexical projection is behind it", state is not None and state.high_water < newest)
+            packet = ws.query("seal torque", as_of=AS_OF)
+            result.check("a new process says stale", packet.projection == "stale", packet.projection)
+        with Workspace(notes, store, lanes=FAST_LANES) as ws:  # refreshing, no explicit index
+            packet = ws.query("seal torque", as_of=AS_OF)
+            result.check("its first query serves the edit", any("pumps" in e.id for e in packet.evidence))
+        with Workspace(notes, store, lanes=FAST_LANES, refresh="off") as ws:
+            state, newest = ws.records.projection("lexical"), ws.records.high_water()
+            result.check("closing caught the projection up", state is not None and state.high_water == newest)
+            found = [hit.passage_id for hit in ws.lexical.search_with_whoosh("seal torque", 5)]
+            result.check("Whoosh itself holds the edit", any(pid.startswith("pumps") for pid in found), found)
+            after = snapshot(ws)
+        result.check("nothing is lost: equal to a build from scratch", after == fresh_snapshot(notes, work / "fresh"))
+
+
 def corrupt_lexical(result: Scenario, damage: str) -> None:
     with _disposable() as (_work, notes, store):
         with Workspace(notes, store, lanes=FAST_LANES) as ws:
@@ -518,6 +578,10 @@ SCENARIOS: dict[str, tuple[str, Callable[[Scenario], None]]] = {
     "kill-during-lexical-rebuild": (
         "SIGKILL with a new lexical version half built beside the serving one",
         lambda r: kill_mid_refresh(r, "lexical-rebuild"),
+    ),
+    "kill-after-answer": (
+        "SIGKILL after a query answered an edit, before its deferred projection writes",
+        kill_after_answer,
     ),
     "lexical-segment-deleted": ("a Whoosh segment file deleted", lambda r: corrupt_lexical(r, "segment-deleted")),
     "lexical-toc-garbage": ("the Whoosh table of contents overwritten", lambda r: corrupt_lexical(r, "toc-garbage")),

@@ -71,14 +71,27 @@ def unavailable(name: str, basis: str, reason: str) -> LaneRun:
 
 
 def _report(
-    name: str, records: RecordStore, basis: str, count: int, stale: bool, reason: str | None = None, pending: int = 0
+    name: str,
+    records: RecordStore,
+    basis: str,
+    count: int,
+    stale: bool,
+    reason: str | None = None,
+    pending: int = 0,
+    answered_at: int | None = None,
 ) -> LaneReport:
-    """``lag``: change-log entries the projection has not applied, plus notes changed on disk not yet logged."""
+    """``lag``: change-log entries the lane's answer lacks, plus notes changed on disk not yet logged.
+
+    ``answered_at`` is the change-log position the lane answered at when its in-memory form is ahead
+    of its durable projection (whose write is deferred); by default, the projection's own.
+    """
     state = records.projection(name)
     newest = records.high_water()
-    lag = (newest - state.high_water if state else newest) + pending
-    status = "stale" if stale or lag else "ok" if count else "empty"
     version, high_water = (state.version, state.high_water) if state else (None, None)
+    if state is not None and answered_at is not None:
+        high_water = answered_at
+    lag = (newest - high_water if high_water is not None else newest) + pending
+    status = "stale" if stale or lag else "ok" if count else "empty"
     return LaneReport(name, status, count, version, high_water, basis, lag=lag, reason=reason)  # type: ignore[arg-type]
 
 
@@ -123,7 +136,8 @@ def run_lexical(
     dropped = frozenset(shadow)
     kept = [hit for hit in hits if hit.score > LEXICAL_MIN_SCORE]
     reason = None if kept else "no passage shares a searchable word with the query"
-    report = _report(lexical.NAME, records, projection.score_basis, len(kept), stale, reason, pending)
+    answered_at = projection.answering_high_water()
+    report = _report(lexical.NAME, records, projection.score_basis, len(kept), stale, reason, pending, answered_at)
     matched = {hit.passage_id: hit.matched_terms for hit in kept}
     ranking = [(hit.passage_id, hit.score) for hit in kept]
     return LaneRun(report, ranking, matched, len(hits) - len(kept), dropped, shadow=shadow)
@@ -139,16 +153,28 @@ def run_dense(
     hidden: Collection[str] = (),
     limit: int | None = None,
     pending: int = 0,
+    answered_at: int | None = None,
+    lagging: Collection[str] = (),
 ) -> LaneRun:
-    """The dense lane's report for ``hits`` (best first), keeping those at or above ``min_cosine``."""
+    """The dense lane's report for ``hits`` (best first), keeping those at or above ``min_cosine``.
+
+    ``lagging``: notes whose new passages are not embedded yet (left out of ``hits``; the report says so).
+    """
     shadow = {pid: score for pid, score in hits if pid in hidden}
     hits, dropped = _visible(hits, hidden, len(hits) if limit is None else limit, min_cosine)
     kept = [(pid, score) for pid, score in hits if score >= min_cosine]
     reason = None
     if hits and not kept:
         reason = f"best cosine {hits[0][1]:.3f} is below the threshold {min_cosine:.2f}"
-    report = _report(name, records, basis, len(kept), stale, reason, pending)
+    if lagging:
+        reason = "; ".join(filter(None, [_unembedded_reason(lagging), reason]))
+    report = _report(name, records, basis, len(kept), stale, reason, pending, answered_at)
     return LaneRun(report, kept, below_threshold=len(hits) - len(kept), hidden=dropped, seen=dict(hits), shadow=shadow)
+
+
+def _unembedded_reason(paths: Collection[str], shown: int = 3) -> str:
+    named = ", ".join(sorted(paths)[:shown]) + (f" and {len(paths) - shown} more" if len(paths) > shown else "")
+    return f"{len(paths)} changed note(s) not embedded yet ({named}): their passages are left out until they are"
 
 
 # ---------------------------------------------------------------- the lanes a workspace runs
@@ -288,6 +314,21 @@ class DenseLane:
         except Exception as exc:  # the model or Chroma failed: the lane is unavailable, say why
             errors[self.name] = f"{type(exc).__name__}: {exc}"
 
+    def advance(self) -> bool:
+        """Bring the in-memory exact-search vectors up to the record store (Chroma's write deferred);
+        ``False`` when they cannot be (the lane failed, or has no in-memory form): write it now instead."""
+        if self.problem():
+            return False
+        return self.projection.advance(self.host.records)
+
+    def embed_changes(self) -> None:
+        """Embed the passages the next :meth:`sync` adds into the embedding cache (no projection write);
+        never raises: the sync embeds what is missing and reports what fails."""
+        if self.problem():
+            return
+        with contextlib.suppress(Exception):
+            self.projection.embed_changes(self.host.records)
+
     def embed_early(self) -> None:
         """Start embedding what the coming sync adds (a few passages) beside the work before it; never raises."""
         if self._projection is None or self.problem():
@@ -337,7 +378,10 @@ class DenseLane:
         except Exception as exc:  # the model or Chroma failed: the lane is unavailable, say why
             return unavailable(self.name, basis, f"{type(exc).__name__}: {exc}")
         floor = host.dense_min_cosine
-        run = run_dense(hits, host.records, self.name, basis, stale, floor, hidden, host.candidate_pool, pending)
+        answered_at = self.projection.answering_high_water(state)
+        lagging = self.projection.lagging()
+        pool = host.candidate_pool
+        run = run_dense(hits, host.records, self.name, basis, stale, floor, hidden, pool, pending, answered_at, lagging)
         return replace(run, repair_note=repaired)
 
     def close(self) -> None:

@@ -151,6 +151,11 @@ def packet_warnings(
     a note the caller can see and none it cannot; the rest are counted, never quoted.
     """
     warnings = [outcome.error] if outcome.error else []
+    if outcome.deferred:
+        warnings.append(
+            f"{outcome.deferred} change(s) are not written to the lexical and dense projections on disk yet "
+            "(they are once the workspace is idle); the lanes answered from their in-memory forms"
+        )
     folder = [(text, ()) for text in standing.folder]
     problems = [(text, (path,)) for path, texts in sorted(standing.problems.items()) for text in texts]
     about = [text for path in sorted(read & standing.notes.keys()) for text in standing.notes[path]]

@@ -10,6 +10,7 @@ import datetime as dt
 import hashlib
 import json
 import os
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -25,7 +26,16 @@ from ..settings import default_store_dir, resolve_chroma
 from ..store.indexing import SyncReport, refresh_lock, standing_warnings
 from ..store.progress import Progress
 from ..store.records import RecordStore, StoredPassage, utc_now
-from ..store.refresh import CONSISTENT, Debounce, RefreshPolicy, RefreshRecord, Watcher, checked_change_detection
+from ..store.refresh import (
+    CONSISTENT,
+    STALE,
+    Debounce,
+    RefreshOutcome,
+    RefreshPolicy,
+    RefreshRecord,
+    Watcher,
+    checked_change_detection,
+)
 from . import policy
 from .abstention import (
     ABSTAIN_BELOW_THRESHOLD,
@@ -85,7 +95,10 @@ class Workspace(Upkeep):
     a change (falling back to ``walk`` where the OS cannot notify); ``walk`` stats every
     note on every refreshing query (for folders whose changes the OS does not report, such
     as some network mounts). ``progress`` shows a bar (tqdm) while a long index or refresh
-    reads notes, indexes passages or embeds them.
+    reads notes, indexes passages or embeds them. ``defer_writes`` (``on-query`` mode): a query that
+    finds changed notes answers from the record store and the in-memory search forms, and writes the
+    Whoosh and Chroma projections once the workspace is idle (:mod:`retrieval_kernel.store.refresh`);
+    ``index()``, ``refresh()`` and ``close()`` leave them written.
     """
 
     def __init__(
@@ -107,6 +120,7 @@ class Workspace(Upkeep):
         judge_answers: bool = True,
         change_detection: str = "notify",
         progress: bool = False,
+        defer_writes: bool = True,
     ) -> None:
         self.notes_dir = Path(notes_dir)
         if not self.notes_dir.is_dir():
@@ -145,11 +159,14 @@ class Workspace(Upkeep):
         self.watched_pending = 0  # notes the watcher last saw changed on disk and not yet indexed
         self.last_refresh: RefreshRecord | None = None
         self.last_timings: dict[str, float] = {}  # where the last query's time went, ms by stage
+        self.defer_writes = defer_writes
+        self._stop_writes = threading.Event()
         if self.policy.mode == "watch":
             self.watch()
 
     def close(self) -> None:
         self.stop_watching()
+        self.finish_writes()
         self.close_change_feed()
         self.lexical_lane.close()
         self.dense_lane.close()
@@ -212,6 +229,7 @@ class Workspace(Upkeep):
             refresh_timeout=self.policy.timeout,
             index_clock=self.index_clock,
             change_detection=self.change_detection,
+            defer_writes=False,
         )
 
     # ------------------------------------------------------------ querying
@@ -256,11 +274,12 @@ class Workspace(Upkeep):
         runs = self.run_lanes(
             query,
             chosen,
-            outcome.state != CONSISTENT,
+            outcome.lanes_stale,
             eligibility.screen(view.hidden),
             outcome.pending,
             stages=stages,
         )
+        outcome = _as_answered(outcome, runs, self._projected_lanes())
         stages.start("judge")
         runs, aside_runs = split_runs(runs, view.hidden, eligibility, self.dense_min_cosine)
         reports = tuple(run.report for run in runs.values())
@@ -488,6 +507,16 @@ class Workspace(Upkeep):
             for item in fused
             if item.passage_id in stored
         ]
+
+
+def _as_answered(outcome: RefreshOutcome, runs: dict[str, LaneRun], kept: Sequence[str]) -> RefreshOutcome:
+    """The outcome, stale after all when a lane this workspace keeps up (``kept``) says it answered behind
+    the notes (the packet never claims more than its lanes)."""
+    behind = tuple(name for name, run in runs.items() if name in kept and run.report.status == "stale")
+    if outcome.state != CONSISTENT or not behind:
+        return outcome
+    why = f"the {', '.join(behind)} lane(s) answered behind the notes (their reports say why)"
+    return replace(outcome, state=STALE, error=why, lanes_behind=behind)
 
 
 def _outcome_id(packet: Packet) -> str:

@@ -30,7 +30,7 @@ import shutil
 import sqlite3
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
@@ -233,6 +233,9 @@ class DenseProjection:
         self._handles: dict[tuple[int, str], Any] = {}
         self._checked: tuple[int, ProjectionState] | None = None  # embedded: verified once per state
         self._exact: tuple[tuple[ProjectionState, str], ExactVectors] | None = None
+        # Notes changed after the pointer whose new passages have no vector in memory yet (path -> the
+        # first change-log entry it lacks): :meth:`advance` dropped their old vectors and awaits new ones.
+        self._unembedded: dict[str, int] = {}
         self.embedded_last_sync = 0
         self.rebuilt_because: str | None = None  # why the last sync rebuilt the collection (None: it did not)
         self._early: tuple[str, Future[dict[str, np.ndarray]]] | None = None  # (model, vectors by hash) embedding
@@ -290,13 +293,17 @@ class DenseProjection:
         added: list[Passage],
         vectors: dict[str, np.ndarray],
     ) -> None:
-        """Carry the in-memory vectors over to ``new`` in place (no reload) when they were ``old``'s."""
-        if self._exact is None or self._exact[0] != (old, str(collection.id)):
+        """Carry the in-memory vectors over to ``new`` in place (no reload) when they were ``old``'s (or
+        ahead of it: :meth:`advance` brought them forward)."""
+        if self._exact is None or not self._exact_serves(old, str(collection.id)):
             return
-        exact = self._exact[1]
+        (held, _), exact = self._exact
         rows = np.stack([vectors[p.sha256] for p in added]) if added else np.zeros((0, exact.matrix.shape[1]))
         exact.replace_notes(paths, [p.id for p in added], [p.path for p in added], rows)
-        self._exact = ((new, str(collection.id)), exact)
+        for path in paths:
+            self._unembedded.pop(path, None)
+        at = new if held.high_water <= new.high_water else replace(new, high_water=held.high_water)
+        self._exact = ((at, str(collection.id)), exact)
         if self.chroma.embedded and self._checked == (self.connection.generation, old):
             self._checked = (self.connection.generation, new)  # stamped just now, by this process
 
@@ -333,6 +340,13 @@ class DenseProjection:
             embeddings = np.stack([vectors[p.sha256] for p in batch])
             self._on(collection, "add vectors", partial(_add_batch, batch=batch, embeddings=embeddings))
         return vectors
+
+    def embed_changes(self, records: RecordStore) -> None:
+        """Embed, into the cache, the passages of the notes changed since this projection's high-water mark."""
+        state = records.projection(NAME)
+        paths = records.changed_paths(state.high_water) if state is not None else None
+        if paths:
+            self.vectors_for([passage for path in sorted(paths) for passage in records.passages_of(path)])
 
     def embed_early(self, records: RecordStore) -> None:
         """Start embedding, on a thread of its own, the few passages the next :meth:`sync` will add that the
@@ -434,8 +448,9 @@ class DenseProjection:
         reading every vector back from Chroma (a second of a first query at 10,000 passages).
         """
         key = (state, str(collection.id))
-        if self._exact is not None and self._exact[0] == key:
+        if self._exact is not None and self._exact_serves(state, key[1]):
             return self._exact[1]
+        self._unembedded = {}
         exact = self._load_exact(key)
         if exact is None:
             count = self._on(collection, "count vectors", lambda c: c.count())
@@ -447,6 +462,65 @@ class DenseProjection:
             self._save_exact(key, exact)
         self._exact = (key, exact)
         return exact
+
+    def _exact_serves(self, state: ProjectionState, collection_id: str) -> bool:
+        """Whether the vectors in memory answer for ``state``: read at it, or at the same version and
+        collection and brought forward to or past it (:meth:`advance`; then a sync, perhaps another
+        workspace's, published it with its own time)."""
+        assert self._exact is not None
+        held, held_id = self._exact[0]
+        return held_id == collection_id and held.version == state.version and held.high_water >= state.high_water
+
+    def advance(self, records: RecordStore) -> bool:
+        """Bring the in-memory exact-search vectors up to the record store, leaving Chroma behind.
+
+        Each changed note's old vectors go; its passages' new vectors come from the embedding
+        cache when it has them. Passages it lacks stay out of the lane (:meth:`lagging` names
+        their notes) until a later call finds their vectors, which the deferred :meth:`sync`
+        embeds. ``False`` when there is no in-memory form to advance (past EXACT_SEARCH_LIMIT).
+        """
+        state = records.projection(NAME)
+        if state is None:
+            return False
+        collection = self._checked_collection(state)
+        exact = self._exact_matrix(state, collection)
+        if exact is None or self._exact is None:
+            return False
+        held = self._exact[0][0]
+        first: dict[str, int] = {}
+        for seq, path, _ in records.changes_since(held.high_water):
+            first.setdefault(path, seq)
+        paths = sorted(set(first) | set(self._unembedded))
+        if paths:
+            self._replace_in_memory(records, exact, paths, first)
+        newest = max(held.high_water, records.high_water())
+        self._exact = ((replace(held, high_water=newest), str(collection.id)), exact)
+        return True
+
+    def _replace_in_memory(
+        self, records: RecordStore, exact: ExactVectors, paths: list[str], first: dict[str, int]
+    ) -> None:
+        """Replace the vectors of ``paths`` by those the cache holds for their current passages."""
+        passages = [passage for path in paths for passage in records.passages_of(path)]
+        found = self._get_cache().get(self.embedder_name, [p.sha256 for p in passages])
+        have = [p for p in passages if p.sha256 in found]
+        rows = np.stack([found[p.sha256] for p in have]) if have else np.zeros((0, exact.matrix.shape[1]))
+        exact.replace_notes(paths, [p.id for p in have], [p.path for p in have], rows)
+        lagging = sorted({p.path for p in passages if p.sha256 not in found})
+        since = {**first, **self._unembedded}  # a note still lacking vectors lacks them since its first change
+        self._unembedded = {path: since[path] for path in lagging}
+
+    def lagging(self) -> dict[str, int]:
+        """Notes whose new passages the in-memory vectors still lack, with the first change each lacks."""
+        return dict(self._unembedded)
+
+    def answering_high_water(self, state: ProjectionState) -> int:
+        """The change-log position every vector searched is at (before the first note still unembedded)."""
+        if self._exact is None or not self._exact_serves(state, self._exact[0][1]):
+            return state.high_water
+        if self._unembedded:
+            return min(self._unembedded.values()) - 1
+        return self._exact[0][0].high_water
 
     def _exact_tag(self, key: tuple[ProjectionState, str]) -> str:
         state, collection_id = key

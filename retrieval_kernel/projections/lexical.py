@@ -319,12 +319,48 @@ class LexicalProjection:
         compiled = self._compiled
         return compiled is not None and (compiled.version, compiled.high_water) == (state.version, state.high_water)
 
+    def _compiled_serves(self, state: ProjectionState) -> bool:
+        """Whether the in-memory form answers for ``state``: in step with it, or ahead of it (brought
+        forward from the change log by :meth:`advance`, its Whoosh commit still to come)."""
+        compiled = self._compiled
+        if compiled is None or compiled.version != state.version or compiled.high_water < state.high_water:
+            return False
+        return compiled.high_water == state.high_water or (
+            self.records is not None and compiled.high_water <= self.records.high_water()
+        )
+
+    def advance(self) -> int:
+        """Bring the in-memory scoring form up to the record store's change log, leaving Whoosh behind.
+
+        Searches answer from the notes' current text at once; the durable Whoosh commit is
+        :meth:`sync`'s, later (until then the pointer, and so every other process, stays behind).
+        Returns the change-log position the form holds.
+        """
+        assert self.records is not None
+        compiled = self._compiled_form()
+        newest = self.records.high_water()
+        if compiled.high_water < newest:
+            self._replay(newest)
+        return self._compiled.high_water if self._compiled is not None else compiled.high_water
+
+    def answering_high_water(self) -> int | None:
+        """The change-log position searches answer at: the in-memory form's when it serves, else the pointer's."""
+        state = self.records.projection(NAME) if self.records is not None else None
+        if state is None:
+            return None
+        return self._compiled.high_water if self._compiled_serves(state) and self._compiled else state.high_water
+
     def _update_compiled(self, paths: list[str], analysed: list[AnalysedPassage], high_water: int) -> None:
-        """Apply a refresh to the in-memory form; snapshot it when the refresh folded its delta in."""
+        """Apply a refresh to the in-memory form; snapshot it when the refresh folded its delta in (never
+        while it is ahead of the serving pointer: a snapshot must not claim changes Whoosh lacks)."""
         compiled = self._compiled
         assert compiled is not None
-        if compiled.replace_notes(paths, analysed, high_water):
+        if compiled.replace_notes(paths, analysed, high_water) and not self._ahead(high_water):
             compiled.save(self.folder)
+
+    def _ahead(self, high_water: int) -> bool:
+        state = self.records.projection(NAME) if self.records is not None else None
+        return state is not None and high_water > state.high_water
 
     def _compiled_form(self) -> CompiledLexicon:
         """The scoring form of the serving version at the pointer's high-water mark.
@@ -335,7 +371,7 @@ class LexicalProjection:
         postings when neither can be trusted.
         """
         state = self.records.projection(NAME) if self.records is not None else None
-        if state is not None and self._compiled_in_step(state):
+        if state is not None and self._compiled_serves(state):
             assert self._compiled is not None
             return self._compiled
         if not whoosh_index.exists_in(self.folder):
@@ -353,19 +389,19 @@ class LexicalProjection:
             compiled = CompiledLexicon.from_whoosh(searcher, state.version, state.high_water)
             compiled.save(self.folder)
         self._compiled = compiled
-        if compiled.high_water < state.high_water:
-            self._replay(state.high_water)
-        return compiled
+        newest = max(state.high_water, self.records.high_water() if self.records is not None else 0)
+        if compiled.high_water < newest:  # the passages it reads are the newest: so is the mark
+            self._replay(newest)
+        return self._compiled
 
     def _replayable(self, compiled: CompiledLexicon, state: ProjectionState, searcher: Any) -> bool:
-        """Whether ``compiled`` is this version's and the record store can bring it to ``state`` exactly
-        (it holds what the index holds); in step already, it must count the passages Whoosh holds."""
-        assert self.records is not None
+        """Whether ``compiled`` is this version's and the record store can bring it forward exactly (to its
+        newest change, which the passages it holds are); in step already, it must count the passages
+        Whoosh holds."""
         in_step = compiled.high_water == state.high_water
         return (
             compiled.version == state.version
             and compiled.high_water <= state.high_water
-            and self.records.high_water() == state.high_water
             and (not in_step or compiled.live_count() == int(searcher.doc_count()))
         )
 
@@ -376,7 +412,7 @@ class LexicalProjection:
         paths = sorted({path for _, path, _ in changes})
         analysed = [_analysed(p) for path in paths for p in self.records.passages_of(path)]
         self._update_compiled(paths, analysed, high_water)
-        if len(analysed) > REPLAY_SNAPSHOT_AT:  # the next process should not analyse these again
+        if len(analysed) > REPLAY_SNAPSHOT_AT and not self._ahead(high_water):  # spare the next process
             self._compiled.save(self.folder)
 
     def search_with_whoosh(self, text: str, limit: int) -> list[LexicalHit]:

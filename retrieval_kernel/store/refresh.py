@@ -12,6 +12,15 @@ Modes
 ``watch``     a background thread does the looking (every ``interval`` seconds, sleeping
               on an event, never spinning) and the refreshing; queries never wait.
 
+Answer first, persist after: an ``on-query`` refresh writes the changed notes into the record
+store (durable, with their change-log entries), brings the in-memory search forms up to it (the
+compiled lexical form; the exact-search vectors, each changed passage's new vector taken from the
+embedding cache when it is there) and answers. The durable projection writes (the Whoosh commit,
+embedding, Chroma's delete and add) wait for the first ``DEFER_IDLE`` seconds without a query
+(at most ``DEFER_AT_MOST`` seconds: :class:`IdleRunner`), then run on a thread of their own. Until
+they are done the packet says so; a process killed before them loses nothing: the projections'
+high-water marks stay behind the change log, and the next refresh (any process's) catches them up.
+
 Whatever the mode, only one process or thread publishes at a time (the store's lock);
 a query that finds the lock taken answers from the last good projections as
 ``refreshing``. A refresh that fails or times out keeps them too, as
@@ -20,6 +29,7 @@ a query that finds the lock taken answers from the last good projections as
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import threading
@@ -36,6 +46,8 @@ MODES = ("off", "on-query", "watch")
 DEFAULT_MODE = "on-query"
 DEFAULT_DEBOUNCE = 0.0
 DEFAULT_INTERVAL = 1.0
+DEFER_IDLE = 0.5  # seconds without a query before a refresh's deferred projection writes start
+DEFER_AT_MOST = 3.0  # ... or this long after they were first deferred, however busy the queries keep it
 LAST_REFRESH_KEY = "last_refresh"
 CHANGE_DETECTION = ("notify", "walk")  # how a refreshing query learns that notes changed (store/changefeed.py)
 
@@ -91,6 +103,13 @@ class RefreshOutcome:
     report: SyncReport | None
     error: str | None = None
     pending: int = 0  # notes changed on disk that the change log does not hold yet
+    deferred: int = 0  # change-log entries the durable projections have yet to write (in memory already)
+    lanes_behind: tuple[str, ...] = ()  # lanes still answering behind the change log after this refresh
+
+    @property
+    def lanes_stale(self) -> bool:
+        """Whether every lane should report stale (else each says its own lag: a refresh that deferred)."""
+        return self.state != CONSISTENT and not self.lanes_behind
 
 
 @dataclass
@@ -186,6 +205,109 @@ class Watcher:
             self._thread.join(timeout)
 
 
+class IdleRunner:
+    """Runs ``work`` on a thread of its own once ``idle`` seconds passed since the last :meth:`schedule`
+    or :meth:`postpone` (a query), or ``at_most`` seconds after it was first scheduled: deferred writes
+    do not compete with a burst of queries, nor wait for it forever.
+
+    ``work`` runs in the thread (which should own its own store connections); its exceptions
+    are kept in ``last_error``. The thread waits on a condition, never spinning.
+    """
+
+    def __init__(
+        self,
+        work: Callable[[], Any],
+        idle: float,
+        finish: Callable[[], Any] | None = None,
+        at_most: float = DEFER_AT_MOST,
+        name: str = "retrieval-kernel-deferred",
+    ) -> None:
+        self._work = work
+        self.at_most = at_most
+        self._latest: float | None = None  # when a scheduled run is due however busy it is kept
+        self._finish = finish  # run in the thread as it ends (closes what the work opened there)
+        self.idle = idle
+        self._name = name
+        self._due: float | None = None
+        self._busy = False
+        self._stopped = False
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self.last_error: str | None = None
+        self.runs = 0
+
+    def schedule(self) -> None:
+        """Run the work once ``idle`` seconds pass without another call (starts the thread if needed)."""
+        with self._cond:
+            now = time.monotonic()
+            if self._due is None or self._latest is None:
+                self._latest = now + self.at_most
+            self._due = min(now + self.idle, self._latest)
+            if self._thread is None or not self._thread.is_alive():
+                self._stopped = False
+                self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+                self._thread.start()
+            self._cond.notify_all()
+
+    def postpone(self) -> None:
+        """Push a scheduled run ``idle`` seconds further (a query came)."""
+        with self._cond:
+            if self._due is not None and self._latest is not None:
+                self._due = min(time.monotonic() + self.idle, self._latest)
+
+    def cancel(self, wait: bool = True) -> None:
+        """Drop a scheduled run; with ``wait``, let a running one finish first."""
+        with self._cond:
+            self._due = None
+            while wait and self._busy:
+                self._cond.wait()
+
+    @property
+    def scheduled(self) -> bool:
+        return self._due is not None
+
+    @property
+    def busy(self) -> bool:
+        return self._busy
+
+    def stop(self, timeout: float = 60.0) -> None:
+        """Cancel what is scheduled, let a running work finish, end the thread."""
+        with self._cond:
+            self._due, self._stopped = None, True
+            self._cond.notify_all()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+    def _next(self) -> bool:
+        """Wait until the work is due (``True``) or the runner is stopped (``False``); holds the condition."""
+        while not self._stopped:
+            now = time.monotonic()
+            if self._due is not None and now >= self._due:
+                self._due, self._busy = None, True
+                return True
+            self._cond.wait(None if self._due is None else self._due - now)
+        return False
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                if not self._next():
+                    break
+            try:
+                self._work()
+                self.last_error = None
+            except Exception as exc:  # reported by status; the next schedule tries again
+                self.last_error = f"{type(exc).__name__}: {exc}"
+            finally:
+                with self._cond:
+                    self._busy = False
+                    self.runs += 1
+                    self._cond.notify_all()
+        if self._finish is not None:
+            with contextlib.suppress(Exception):  # closing only
+                self._finish()
+
+
 def set_aside(store_dir: Path, stamp: str) -> list[Path]:
     """Move the record store file (and its journal) aside and delete every derived projection.
 
@@ -225,6 +347,8 @@ def status_text(status: dict[str, Any]) -> str:
         + (" (read-only)" if store["read_only"] else "")
         + (f"; {status['pending_notes']} note(s) changed on disk, not yet indexed" if status["pending_notes"] else ""),
     ]
+    if status.get("deferred_writes"):
+        lines.append(f"  {status['deferred_writes']} change(s) answered from memory, written to disk once idle")
     for projection in status["projections"]:
         version = "not built" if projection["version"] is None else f"v{projection['version']}"
         line = f"  {projection['name']:<8} {version}  high-water {projection['high_water']}  lag {projection['lag']}"
