@@ -130,8 +130,11 @@ def test_a_new_process_at_the_same_state_loads_the_vectors_instead_of_reading_ch
 
     with Workspace(notes, store, lanes=lanes) as workspace:
         workspace.index()
+    assert (store / EXACT_SNAPSHOT).exists()  # the build kept the vectors it wrote
     first = answers()
-    assert len(reads) == 1 and (store / EXACT_SNAPSHOT).exists()
+    assert len(reads) == 0  # loaded from the build's snapshot, nothing read back from Chroma
+    (store / EXACT_SNAPSHOT).write_bytes(b"not a snapshot")
+    assert answers() == first and len(reads) == 1  # read from Chroma: the same answers
     assert answers() == first and len(reads) == 1  # loaded, not read back
     target = sorted(notes.glob("*.md"))[0]
     target.write_text(target.read_text(encoding="utf-8") + "\n## Pager\n\nThe pager rota approves deployments.\n")

@@ -322,11 +322,26 @@ class DenseProjection:
             ),
         )
         self._handles[(self.connection.generation, name)] = collection
-        self._add(collection, [stored.passage for stored in records.passages().values()])
+        passages = [stored.passage for stored in records.passages().values()]
+        vectors = self._add(collection, passages)
         self._stamp(collection, state)
         records.set_projection(state)
         self._drop_old_versions(keep=name)
+        self._keep_built(state, collection, passages, vectors)
         return state
+
+    def _keep_built(
+        self, state: ProjectionState, collection: Any, passages: list[Passage], vectors: dict[str, np.ndarray]
+    ) -> None:
+        """The vectors just written, kept as the exact-search form at ``state`` and as its snapshot, so
+        neither this process nor the next reads them back from Chroma (seconds at 10,000 passages)."""
+        if not passages or len(passages) > EXACT_SEARCH_LIMIT:
+            return
+        matrix = np.stack([vectors[p.sha256] for p in passages]).astype("float32")
+        exact = ExactVectors([p.id for p in passages], [p.path for p in passages], matrix)
+        key = (state, str(collection.id))
+        self._save_exact(key, exact)
+        self._exact = (key, exact)
 
     def _add(self, collection: Any, passages: list[Passage]) -> dict[str, np.ndarray]:
         """Add ``passages`` with their vectors; returns the vectors by content hash."""
