@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..projections.lexical import LexicalProjection, analyze
 from ..store.records import StoredPassage
-from .answer_type import AnswerType, PassageText, unstated
+from .answer_type import AnswerType, PassageText, asked_type, unstated
 from .lanes import LaneRun
 
 if TYPE_CHECKING:
@@ -279,6 +279,8 @@ class Judge:
 
     def unstated(self, query: str, leading: Sequence[Candidate], unseen: Unseen | None = None) -> AnswerType | None:
         """The kind of value ``query`` asks for (a time, a price) when no ``leading`` passage states one."""
+        if asked_type(query) is None:  # most questions: nothing to read
+            return None
         idf, _ = self._idf(content_terms(query), unseen)
         read = [PassageText(c.stored.passage.text, _context_words(c.stored), _words(c.stored)) for c in leading]
         return unstated(query, idf, read)
