@@ -350,6 +350,11 @@ def test_edits_reach_the_server_collection_incrementally(server: LocalServer, tm
     with Workspace(notes, tmp_path / "s", chroma=_at(server, "edits-")) as ws:
         ws.index()
         (notes / "bread.md").write_text(BREAD["bread.md"], encoding="utf-8")
+        first = ws.query("sourdough", as_of=AS_OF, lanes=["dense"])  # answers first: not embedded yet
+        dense = next(lane for lane in first.lanes if lane.name == "dense")
+        assert dense.status == "stale" and dense.reason is not None and "bread.md" in dense.reason
+        assert first.evidence == ()
+        ws.flush_writes()  # what an idle moment does: embedded and written to the server's collection
         packet = ws.query("sourdough", as_of=AS_OF, lanes=["dense"])
         assert [item.id for item in packet.evidence] == ["bread#dough"]
         (notes / "pumps.md").unlink()
