@@ -146,16 +146,21 @@ def _child(script: str, *args: str, obey_permissions: bool = False) -> subproces
     )
 
 
-def _wait_for_line(process: subprocess.Popen[str], marker: str) -> bool:
+def _first_line(process: subprocess.Popen[str], wanted: Callable[[str], bool]) -> str | None:
+    """The child's first output line that ``wanted`` accepts (``None``: it ended, or not within CHILD_WAIT)."""
     assert process.stdout is not None
     deadline = time.monotonic() + CHILD_WAIT
     while time.monotonic() < deadline:
         line = process.stdout.readline()
         if not line:
-            return False
-        if line.strip() == marker:
-            return True
-    return False
+            return None
+        if wanted(line):
+            return line
+    return None
+
+
+def _wait_for_line(process: subprocess.Popen[str], marker: str) -> bool:
+    return _first_line(process, lambda line: line.strip() == marker) is not None
 
 
 # ---------------------------------------------------------------- scenarios
@@ -243,15 +248,8 @@ time.sleep(600)
 
 def _answered(process: subprocess.Popen[str]) -> dict[str, Any] | None:
     """What the child printed on its ``ANSWERED`` line (``None``: it ended or never said)."""
-    assert process.stdout is not None
-    deadline = time.monotonic() + CHILD_WAIT
-    while time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if not line:
-            return None
-        if line.startswith("ANSWERED "):
-            return dict(json.loads(line.removeprefix("ANSWERED ")))
-    return None
+    line = _first_line(process, lambda text: text.startswith("ANSWERED "))
+    return None if line is None else dict(json.loads(line.removeprefix("ANSWERED ")))
 
 
 def kill_after_answer(result: Scenario) -> None:
