@@ -218,3 +218,17 @@ def test_status_says_what_waits_to_be_written(edited) -> None:
     assert "1 change(s) answered from memory, written to disk once idle" in status_text(status)
     ws.flush_writes()
     assert ws.status()["deferred_writes"] == 0
+
+
+def test_a_build_leaves_no_note_waiting_for_vectors(edited) -> None:
+    """A dense build embeds every passage, and keeps them in memory: no note is named as waiting for its
+    vectors afterwards, and the lane answers at the change log's newest entry."""
+    ws, target = edited
+    ws.query(QUESTIONS[1], as_of=AS_OF)
+    projection = ws.dense_lane.projection
+    assert target.name in " ".join(projection.lagging())  # answered first: not embedded yet
+    ws.dense_lane.rebuild()
+    state = ws.records.projection("dense")
+    assert state is not None
+    assert projection.lagging() == {}
+    assert projection.answering_high_water(state) == ws.records.high_water()

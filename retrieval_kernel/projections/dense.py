@@ -327,6 +327,7 @@ class DenseProjection:
         self._stamp(collection, state)
         records.set_projection(state)
         self._drop_old_versions(keep=name)
+        self._unembedded = {}  # the build embedded every passage: no note waits for its vectors
         self._keep_built(state, collection, passages, vectors)
         return state
 
