@@ -164,6 +164,7 @@ def test_the_onnx_embedder_is_loaded_once_per_process_and_warmed_up_in_the_backg
     first, second = embedding.load_embedder(), embedding.load_embedder()
     assert isinstance(first, embedding.OnnxEmbedder) and first is not second  # each may be patched alone
     assert first._sessions is second._sessions  # one model load per process
+    assert len(first._sessions) == first.workers  # the warm-up loaded every worker's session
     np.testing.assert_allclose(first.embed(TEXTS), OnnxEmbedder(workers=1).embed(TEXTS), atol=0)
 
 

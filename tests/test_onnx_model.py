@@ -73,3 +73,35 @@ def test_loading_the_served_model_warns_about_nothing(served: Path, capfd) -> No
     capfd.readouterr()
     onnxruntime.InferenceSession(str(served), providers=["CPUExecutionProvider"])
     assert "Removing initializer" not in capfd.readouterr().err
+
+
+def test_a_new_embedder_loads_one_session_and_the_others_when_many_texts_come() -> None:
+    ours = embedding.OnnxEmbedder(workers=2)
+    assert len(ours._sessions) == 1  # what a first query waits for
+    alone = ours.embed(TEXTS[:1])
+    assert len(ours._sessions) == 1
+    together = ours.embed(TEXTS)
+    assert len(ours._sessions) == 2 and sorted(ours._free) == [0, 1]
+    assert np.array_equal(together[:1], alone)
+
+
+def test_the_weights_digest_is_remembered_until_the_file_changes(tmp_path: Path, monkeypatch) -> None:
+    import hashlib
+    import os
+
+    weights, cache = tmp_path / "model.safetensors", tmp_path / "cache"
+    weights.write_bytes(b"first weights")
+    first = embedding.weights_digest(weights, cache)
+    assert first == hashlib.sha256(b"first weights").hexdigest()[:16]
+
+    def no_hashing(_: bytes) -> None:
+        raise AssertionError("hashed again")
+
+    monkeypatch.setattr(embedding.hashlib, "sha256", no_hashing)
+    assert embedding.weights_digest(weights, cache) == first  # remembered: not hashed
+    weights.write_bytes(b"other weights")
+    os.utime(weights, ns=(1, 1))  # same size, another modification time
+    monkeypatch.undo()
+    assert embedding.weights_digest(weights, cache) == hashlib.sha256(b"other weights").hexdigest()[:16]
+    (cache / embedding.DIGEST_MEMO).write_text("{not json", encoding="utf-8")
+    assert embedding.weights_digest(weights, cache) == hashlib.sha256(b"other weights").hexdigest()[:16]

@@ -23,6 +23,7 @@ import contextlib
 import copy
 import hashlib
 import io
+import json
 import os
 import sys
 import threading
@@ -41,6 +42,7 @@ MODEL_NAME = "all-MiniLM-L6-v2"
 MAX_TOKENS = 256  # the model's own max_seq_length (sentence_bert_config.json)
 DIMENSION = 384
 BATCH_SIZE = 32
+DIGEST_MEMO = "weights-digest.json"  # the packaged weights' digest, by path, size and mtime
 EMBEDDERS = ("onnx-int8", "torch")
 DEFAULT_EMBEDDER = "onnx-int8"
 
@@ -144,12 +146,13 @@ class OnnxEmbedder:
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
-        self._sessions = [
-            onnxruntime.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
-            for _ in range(self.workers)
-        ]
-        self._free = list(range(self.workers))
+        self._new_session = lambda: onnxruntime.InferenceSession(
+            str(model_file), options, providers=["CPUExecutionProvider"]
+        )
+        self._sessions = [self._new_session()]  # one answers a query; the rest load when many texts come
+        self._free = [0]
         self._lock = threading.Lock()
+        self._growing = threading.Lock()
         tokenizer = Tokenizer.from_file(str(source / "tokenizer.json"))
         tokenizer.enable_truncation(max_tokens)
         tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
@@ -167,7 +170,22 @@ class OnnxEmbedder:
 
         if not texts:
             return np.zeros((0, self.dimension), dtype="float32")
+        if len(texts) == 1:
+            return self._run(list(texts))
+        self.load_all_sessions()
         return np.concatenate(list(self._pool.map(lambda text: self._run([text]), texts)))
+
+    def load_all_sessions(self) -> None:
+        """Load a session per worker (a query needs one; embedding many texts runs them in parallel).
+
+        The lists are shared with every copy :func:`load_embedder` hands out, so this happens once.
+        """
+        with self._growing:
+            while len(self._sessions) < self.workers:
+                session = self._new_session()
+                with self._lock:
+                    self._sessions.append(session)
+                    self._free.append(len(self._sessions) - 1)
 
     def _run(self, texts: list[str]) -> np.ndarray:
         import numpy as np
@@ -215,13 +233,27 @@ def load_embedder(kind: str = DEFAULT_EMBEDDER, cache_dir: Path | None = None) -
 
 def warm_up() -> None:
     """Import Chroma and load the default embedder, so a first dense query does not (errors are left
-    for that query to report)."""
-    with contextlib.suppress(Exception):
-        go_offline()
-        with CHROMA_IMPORT:
-            import_chromadb_quickly()
-            from . import dense  # noqa: F401  # chromadb's modules and our embedding function
+    for that query to report).
 
+    The model loads on a second thread: ONNX Runtime builds its session mostly without the GIL,
+    so it overlaps Chroma's import (pure Python, a second here) instead of following it. The
+    first session is what a query waits for; the others load after the import.
+    """
+    go_offline()
+    loading = threading.Thread(target=_load_quietly, name="retrieval-kernel-model", daemon=True)
+    loading.start()
+    with contextlib.suppress(Exception), CHROMA_IMPORT:
+        import_chromadb_quickly()
+        from . import dense  # noqa: F401  # chromadb's modules and our embedding function
+    loading.join()
+    with contextlib.suppress(Exception):
+        embedder = load_embedder(DEFAULT_EMBEDDER)
+        if isinstance(embedder, OnnxEmbedder):
+            embedder.load_all_sessions()
+
+
+def _load_quietly() -> None:
+    with contextlib.suppress(Exception):
         load_embedder(DEFAULT_EMBEDDER)
 
 
@@ -251,8 +283,7 @@ def default_cache_dir() -> Path:
 
 def quantized_model(source: Path, cache_dir: Path) -> Path:
     """The int8 ONNX file for the packaged weights, exported and quantized on first use."""
-    weights = source / "model.safetensors"
-    digest = hashlib.sha256(weights.read_bytes()).hexdigest()[:16]
+    digest = weights_digest(source / "model.safetensors", cache_dir)
     target = cache_dir / f"minilm-l6-{digest}-int8.onnx"
     if target.exists():
         return target
@@ -271,6 +302,28 @@ def quantized_model(source: Path, cache_dir: Path) -> Path:
         float_file.unlink(missing_ok=True)
         partial.unlink(missing_ok=True)
     return target
+
+
+def weights_digest(weights: Path, cache_dir: Path) -> str:
+    """The first 16 hex digits of the weights' sha256, remembered beside the model files.
+
+    Hashing 90 MB costs every process a sixth of a second before its first query, so the digest
+    is kept under the file's path, size and modification time and hashed again when one changes.
+    """
+    stat = weights.stat()
+    key = f"{weights.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
+    memo = cache_dir / DIGEST_MEMO
+    with contextlib.suppress(OSError, ValueError):
+        remembered = json.loads(memo.read_text(encoding="utf-8"))
+        if isinstance(remembered, dict) and isinstance(remembered.get(key), str):
+            return str(remembered[key])
+    digest = hashlib.sha256(weights.read_bytes()).hexdigest()[:16]
+    with contextlib.suppress(OSError):  # a read-only cache: hash again next time
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        partial = memo.with_name(f"{memo.name}.{os.getpid()}.partial")
+        partial.write_text(json.dumps({key: digest}), encoding="utf-8")
+        partial.replace(memo)
+    return digest
 
 
 def served_model(source: Path, cache_dir: Path) -> Path:
