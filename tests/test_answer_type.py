@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 
 from retrieval_kernel import Workspace
-from retrieval_kernel.pipeline.answer_type import PassageText, asked_type, stating_sentences, unstated
+from retrieval_kernel.pipeline.answer_type import (
+    PassageText,
+    asked_type,
+    counted_thing,
+    counts,
+    stating_sentences,
+    unstated,
+)
 from retrieval_kernel.pipeline.answerability import Judgement, content_terms
 from retrieval_kernel.projections.lexical import analyze
 
@@ -28,6 +35,17 @@ AS_OF = "2026-11-30"
         ("On which day of the week does the check run?", "weekday"),
         ("What is the phone number of the duty manager?", "phone"),
         ("What percentage of orders ship late?", "percent"),
+        ("What does a bike park day ticket cost?", "money"),
+        ("What's the fee for a drone permit?", "money"),
+        ("How much can a donor claim back for parking?", "money"),
+        ("How old do kids have to be to ride the zip line?", "age"),
+        ("Is a 17 year old old enough to volunteer?", "age"),
+        ("How old is order 4471?", None),  # not a person's age
+        ("At what wind speed do we close the aviary?", "measurement"),
+        ("What temperature is the basking spot kept at?", "measurement"),
+        ("When does our contract with the supplier end?", "date"),
+        ("When was the haul rope last replaced?", "date"),
+        ("What's the minimum gap between two donations?", "duration"),
         ("Who approves a production deployment?", None),
         ("How do I put a banner on the website?", None),
     ],
@@ -107,3 +125,43 @@ def test_the_same_packet_answers_once_the_note_states_the_time(tmp_path: Path) -
         packet = ws.query("What time does the staff canteen open for breakfast?", as_of=AS_OF)
     assert not packet.abstained
     assert any("07:30" in item.excerpt for item in packet.evidence)
+
+
+@pytest.mark.parametrize(
+    ("question", "thing"),
+    [
+        ("How many snow leopards do we have at the moment?", "leopard"),
+        ("How many parking spaces are there in car park A?", "space"),
+        ("How many people fit in a gondola cabin?", None),  # generic: notes count people under other names
+        ("How many staff members are on shift?", None),
+        ("What time does it open?", None),
+    ],
+)
+def test_the_counted_thing_is_the_words_after_how_many(question: str, thing: str | None) -> None:
+    assert counted_thing(question) == thing
+
+
+@pytest.mark.parametrize(
+    ("text", "term", "counted"),
+    [
+        ("Car park A has 40 spaces for visitors.", "space", True),
+        ("Up to 40 parking spaces are kept for coaches.", "space", True),
+        ("The recapture team of four meets weekly.", "team", True),
+        ("Spaces: 40", "space", True),
+        ("The spaces were repainted on 17 May. 40 minutes later it rained.", "space", False),  # none on spaces
+        ("The tortoise enclosure dropped to 16 °C. The tortoise was fine.", "tortois", False),  # a temperature
+        ("The drill runs every 6 weeks.", "drill", False),  # a number of weeks
+    ],
+)
+def test_a_count_puts_a_number_on_the_thing(text: str, term: str, counted: bool) -> None:
+    assert counts(text, term) is counted
+
+
+def test_a_count_of_something_the_notes_name_but_never_count_is_unstated() -> None:
+    question = "How many snow leopards do we have at the moment?"
+    named = _read("Snow leopards are category one animals. Two keepers go in together.", "Dangerous animals")
+    assert unstated(question, _idf(question), [named]) is not None  # "two keepers" counts keepers
+    counted = _read("We keep three snow leopards: a breeding pair and their cub.", "Snow leopards")
+    assert unstated(question, _idf(question), [named, counted]) is None
+    other = _read("After snow, two keepers check every big cat enclosure together.", "Big cats")
+    assert unstated(question, _idf(question), [other]) is None  # leopards never named here: left to the other rules

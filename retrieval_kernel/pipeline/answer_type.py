@@ -6,7 +6,9 @@ note (the canteen, the lockers, the logs) that never states such a value: every 
 embedding signal says "answers", yet no sentence near the question's words holds a time, a
 price or a duration. This module names the asked type (only where the wording makes it
 unambiguous: most questions ask for no typed value and are left to the other signals) and
-finds the sentences of a passage that state a value of that type.
+finds the sentences of a passage that state a value of that type. A count is checked more
+closely: "how many snow leopards do we have?" is not answered by a note that names the snow
+leopards and states some other number, only by one that puts a number on them.
 """
 
 from __future__ import annotations
@@ -29,6 +31,14 @@ _TIME_UNIT = (
 _MONTH = (
     r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|"
     r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
+_SHARE = (
+    rf"\b\d[\d.]*\s?%|\bper ?cent\b|\bhalf\b|\bquarter\b|\bthird\b|\b{_NUMBER} in {_NUMBER}\b|"
+    rf"\b{_NUMBER} of (?:every|each)\b"
+)
+_MEASURE_UNIT = (
+    r"(?:°|deg\b|degrees|c\b|f\b|w\b|watts?\b|kw\b|mph\b|km/?h\b|kph\b|knots?\b|kts\b|kn\b|m/s\b|m\b|metres?\b|"
+    r"meters?\b|cm\b|mm\b|km\b|kg\b|g\b|tonnes?\b|t\b|lbs?\b|bar\b|psi\b|v\b|volts?\b|ft\b|feet\b|inch(?:es)?\b)"
 )
 _WEEKDAY = r"(?:mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|saturdays?|sundays?|weekdays?|weekends?)"
 
@@ -54,16 +64,18 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         "a price or an amount of money",
         r"\bhow much (?:does|do|is|are|will|would|should|did)\b.*\b(?:cost|charge|pay|paid|price|fee|spend|refund|"
         r"worth|budget)\b|\bhow much (?:money|cash)\b|\bwhat (?:is|are) the (?:price|cost|fee|charge|rate)s?\b|"
-        r"\bprice of\b|\bcost of\b|\bhow much is\b",
+        r"\bprice of\b|\bcost of\b|\bhow much is\b|\bwhat (?:does|do|did|will|would) [^?]*\b(?:cost|charge)\b|"
+        r"\bwhat(?:'s| is| are)? (?:the |our |a |an )?(?:[\w-]+ ){0,3}(?:fee|price|cost|charge|deposit|fare)s?\b|"
+        r"\bhow much\b[^?]*\b(?:claim|earn|charge|cost|pay|deposit|refund)",
+        # a deposit, a discount or a fee is often a share of something: "a 25 percent deposit"
         r"[£$€¥]\s?\d|\b\d[\d,.]*\s?(?:pounds?|euros?|dollars?|usd|eur|gbp|chf|pence|p|cents?|k)\b|"
-        r"\b(?:eur|usd|gbp|chf)\s?\d|\bfree\b|\bno charge\b|\bat cost\b",
+        rf"\b(?:eur|usd|gbp|chf)\s?\d|\bfree\b|\bno charge\b|\bat cost\b|{_SHARE}",
     ),
     _type(
         "percent",
         "a percentage or a share",
         r"\bwhat percentage\b|\bwhat percent\b|\bwhat share\b|\bwhat proportion\b|\bwhat fraction\b",
-        rf"\b\d[\d.]*\s?%|\bper ?cent\b|\bhalf\b|\bquarter\b|\bthird\b|\b{_NUMBER} in {_NUMBER}\b|"
-        rf"\b{_NUMBER} of (?:every|each)\b",
+        _SHARE,
     ),
     _type(
         "phone",
@@ -85,6 +97,24 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         r"https?://|\bwww\.|\b[\w-]+\.(?:com|org|net|io|co\.uk|internal|local)\b",
     ),
     _type(
+        "age",
+        "an age",
+        r"\bhow old (?:do|does|must|should|would)\b|\bwhat age\b|\bminimum age\b|\bmin age\b|\bage limit\b|"
+        r"\bage restriction\b|\bold enough\b",
+        r"\b\d{1,2}\s*(?:years?|yrs?)\b|\baged?\s*(?:\d|under|over|between)|"
+        r"\b(?:over|under|below|above)\s*(?:the age of\s*)?\d{1,2}\b|"
+        r"\b\d{1,2}\s*(?:\+|and (?:over|above|under|older|younger)|or (?:over|older|under|younger))|"
+        r"\b(?:twelve|fourteen|fifteen|sixteen|seventeen|eighteen|twenty-one)\b",
+    ),
+    _type(
+        "measurement",
+        "a measurement",
+        r"\bwhat (?:temperature|wattage|speed|wind speed|voltage|height|weight|width|depth|pressure|size|rating)\b|"
+        r"\b(?:which|what) (?:wind )?speed\b|\bwind limit\b|\bhow hot\b|\bhow cold\b|\bhow warm\b|"
+        r"\b(?:maximum|minimum|max|min) (?:height|weight|length|width|speed|temperature)\b",
+        rf"\b\d[\d,.]*\s?{_MEASURE_UNIT}|\bbeaufort\b|\bforce \d|\bgale\b",
+    ),
+    _type(
         "clock",
         "a time of day",
         r"(?<!within )\bwhat time\b(?!.*\b(?:before|after|ahead|prior)\b)|\bat what (?:time|hour)\b|\bwhat hour\b|"
@@ -103,7 +133,9 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         "date",
         "a date",
         r"\bwhat date\b|\bwhich date\b|\bwhat year\b|\bwhich year\b|\bwhich month\b|\bwhat month\b|"
-        r"\bwhen (?:is|was|will|are|were) .*\b(?:due|deadline|expire|renew|open|launch)",
+        r"\bwhen (?:is|was|will|are|were) .*\b(?:due|deadline|expire|renew|open|launch)|"
+        r"\bwhen (?:does|did|will|do|is|was) [^?]*\b(?:end|expire|run out|last (?:replaced|serviced|checked|renewed|"
+        r"updated|inspected))\b|\bwhen was [^?]*\blast\b",
         rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b{_MONTH}\b|\b(?:19|20)\d\d\b|\bq[1-4]\b|\b\d{{1,2}}/\d{{1,2}}\b",
     ),
     _type(
@@ -111,7 +143,8 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         "a length of time",
         r"\bhow long\b|\bhow early\b|\bhow late\b|\bwithin what time\b|\bhow quickly\b|\bby when\b|"
         r"\bhow many (?:seconds|minutes|hours|days|nights|weeks|months|years|working days|business days|shifts)\b|"
-        r"\bhow often\b|\bhow frequently\b|\bhow soon\b|\bhow far in advance\b|\bhow much notice\b|\bwithin how\b",
+        r"\bhow often\b|\bhow frequently\b|\bhow soon\b|\bhow far in advance\b|\bhow much notice\b|\bwithin how\b|"
+        r"\bminimum gap\b|\btarget time\b|\btime limit\b|\bhow much time\b",
         rf"\b{_NUMBER}[\s-]*(?:\w+[\s-]+)?{_TIME_UNIT}\b|\b(?:daily|weekly|monthly|yearly|annually|hourly|nightly|"
         r"quarterly|fortnightly|every)\b|\bindefinitely\b|\bforever\b|\bpermanent(?:ly)?\b|\buntil\b",
     ),
@@ -136,6 +169,27 @@ TYPE_WORDS = frozenset(
 )
 STATED_SHARE = 0.2  # a stating sentence (with its heading) holds this much of what its passage holds of the question
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
+
+# "How many snow leopards ...": the counted thing is the words after "how many" up to the verb.
+_HOW_MANY = re.compile(r"\bhow many ([\w'-]+(?: [\w'-]+){0,3})", re.IGNORECASE)
+_ENDS_COUNTED = frozenset(
+    re.findall(
+        r"\S+",
+        "do does did are is was were can could should would will may might must have has had we you they there "
+        "of in on at for per to go get need a an the our your their it this that",
+    )
+)
+GENERIC_COUNTED = frozenset(analyze("people persons person staff members things items units times ones"))
+_TOKEN = re.compile(r"[\w'+-]+|[:=%°]")
+_IS_NUMBER = re.compile(rf"^(?:{_NUMBER}|\d[\d,.]*)$", re.IGNORECASE)
+_UNIT_AFTER = frozenset(  # a number followed by one of these measures something rather than counting it
+    re.findall(
+        r"\S+",
+        "c f °c % percent per cent km kmh mph m cm mm kg g h hr hrs hour hours minute minutes min mins second "
+        "seconds day days week weeks month months year years am pm",
+    )
+)
+_COUNT_LINKS = frozenset({"of", ":", "=", "is", "are", "total", "totals", "numbering", "x"})  # "a team of four"
 
 
 def asked_type(question: str) -> AnswerType | None:
@@ -169,6 +223,47 @@ def states_value(kind: AnswerType, idf: Mapping[str, float], text: str, context:
     return False
 
 
+def counted_thing(question: str) -> str | None:
+    """The index term of what a "how many" question counts ("how many snow leopards" -> ``leopard``).
+
+    ``None`` when it asks no "how many" or counts something generic ("people", "staff"), which
+    notes count under other names.
+    """
+    found = _HOW_MANY.search(question)
+    if found is None:
+        return None
+    words: list[str] = []
+    for word in found.group(1).split():
+        if word.lower() in _ENDS_COUNTED:
+            break
+        words.append(word)
+    terms = [term for word in words for term in analyze(word)]
+    if not terms or GENERIC_COUNTED.intersection(terms):
+        return None
+    return terms[-1]
+
+
+def counts(text: str, term: str) -> bool:
+    """Whether a sentence of ``text`` puts a number on ``term``: "40 parking spaces", "a team of four"."""
+    for sentence in _SENTENCE_END.split(text):
+        tokens = [token.lower() for token in _TOKEN.findall(sentence)]
+        terms = [next(iter(analyze(token)), "") for token in tokens]
+        for at, token in enumerate(tokens):
+            if not _IS_NUMBER.match(token):
+                continue
+            unit = at + 1 < len(tokens) and tokens[at + 1] in _UNIT_AFTER and terms[at + 1] != term
+            if unit:
+                continue
+            if term in terms[at + 1 : at + 4]:
+                return True
+            before = at - 1
+            while before >= 0 and tokens[before] in _COUNT_LINKS and at - before <= 2:
+                before -= 1
+            if 0 <= before < at - 1 and terms[before] == term:
+                return True
+    return False
+
+
 @dataclass(frozen=True)
 class PassageText:
     """What :func:`unstated` reads of one leading passage."""
@@ -183,6 +278,10 @@ def unstated(question: str, idf: Mapping[str, float], leading: Sequence[PassageT
     kind = asked_type(question)
     if kind is None or not leading:
         return None
-    if any(states_value(kind, idf, p.text, p.context, p.holds) for p in leading):
-        return None
-    return kind
+    stating = [p for p in leading if states_value(kind, idf, p.text, p.context, p.holds)]
+    if not stating:
+        return kind
+    counted = counted_thing(question) if kind.name == "count" else None
+    if counted and any(counted in p.holds for p in leading) and not any(counts(p.text, counted) for p in stating):
+        return kind  # the notes name what is counted and never put a number on it
+    return None
