@@ -780,6 +780,37 @@ def test_only_the_same_series_of_observations_replaces(build: Build, front: dict
     assert packet.exclusions.get("superseded", 0) == 0
 
 
+def daily_status(day: str, lines: dict[str, Any]) -> str:
+    stamp = day.replace("-", "_")
+    body = " ".join(f"{name.replace('_', ' ')}: {value}." for name, value in lines.items())
+    return md(
+        f"Daily status {day}",
+        f"Gearbox bay status: {body}",
+        observed=day,
+        kind="record",
+        asserts={f"{stamp}.{name}": value for name, value in lines.items()},
+    )
+
+
+@pytest.mark.parametrize(
+    ("newer", "replaced"),
+    [
+        ({"bay_open": True, "oil_drums": 31, "crane_route": "B"}, True),  # the same lines
+        ({"bay_reopens": "2026-11-30", "oil_drums": 31, "crane_route": "B"}, True),  # one line changed
+        ({"oil_drums": 31, "forklift_hours": 3, "paint_stock": 2, "welder_free": True}, False),  # one line shared
+    ],
+    ids=["same lines", "a line changed", "another report"],
+)
+def test_a_daily_status_whose_lines_change_is_still_one_series(
+    build: Build, newer: dict[str, Any], replaced: bool
+) -> None:
+    older = daily_status("2026-11-20", {"bay_open": False, "oil_drums": 40, "crane_route": "A"})
+    ws = build({"status-1.md": older, "status-2.md": daily_status("2026-11-27", newer)})
+    packet = ws.query("gearbox bay status oil drums", as_of=AS_OF)
+    assert (lead(ws, "status-1.md") in ids(packet)) is not replaced
+    assert packet.exclusions.get("superseded", 0) == int(replaced)
+
+
 def test_a_note_sharing_a_fact_brings_only_the_passage_that_states_it(build: Build) -> None:
     rule = md("Gearbox oil", "Change the gearbox oil every 500 hours.", asserts={"gearbox.oil_change_hours": 500})
     handbook = (

@@ -15,35 +15,44 @@ from ..store.records import StoredPassage
 from .candidates import EXPIRED, NOT_YET_VALID, SUPERSEDED, Candidate
 
 SERIES_KINDS = frozenset({"record", "report"})  # dated observations: a later one of the same series replaces them
+SERIES_OVERLAP = 0.5  # two observations are one series when they share this much of their key shapes
 
 
 def series_of(facts: NoteFacts) -> frozenset[str] | None:
-    """The series an observation note belongs to: the shapes of the keys it asserts, numbers blanked
-    (``stock_2027_02_08.o_negative_units`` and ``stock_2027_02_15.o_negative_units`` are one series)."""
+    """The key shapes of an observation note, numbers blanked (``stock_2027_02_08.o_negative_units`` and
+    ``stock_2027_02_15.o_negative_units`` have one shape); ``None`` for a note that observes nothing."""
     if (facts.kind or "").lower() not in SERIES_KINDS or not facts.asserts:
         return None
     return frozenset(re.sub(r"\d+", "#", key) for key in facts.asserts)
 
 
+def one_series(shapes: frozenset[str], other: frozenset[str]) -> bool:
+    """Whether two observations' key shapes make them one series: at least :data:`SERIES_OVERLAP` of
+    all their shapes are shared (a daily status that adds or drops a line is still the daily status)."""
+    return len(shapes & other) >= SERIES_OVERLAP * len(shapes | other)
+
+
 @dataclass(frozen=True)
 class Observations:
     """The observation notes (``record`` / ``report``) a caller can see: each one's source date and
-    series, and each series' members as ``(observed, path)``. Built once per scope view, not per query."""
+    key shapes, and for each shape the notes asserting it as ``(observed, path)``. Built once per
+    scope view, not per query."""
 
-    series_of: Mapping[str, tuple[frozenset[str], str]] = field(default_factory=dict)  # path -> (series, date)
-    members: Mapping[frozenset[str], tuple[tuple[str, str], ...]] = field(default_factory=dict)
+    series_of: Mapping[str, tuple[frozenset[str], str]] = field(default_factory=dict)  # path -> (shapes, date)
+    members: Mapping[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)  # shape -> (date, path)
 
     @classmethod
     def of(cls, facts_of: Mapping[str, NoteFacts], observed_of: Mapping[str, str | None]) -> Observations:
         dated = {
-            path: (series, observed[:10])
+            path: (shapes, observed[:10])
             for path, facts in facts_of.items()
-            if (series := series_of(facts)) is not None and (observed := observed_of.get(path) or "")
+            if (shapes := series_of(facts)) is not None and (observed := observed_of.get(path) or "")
         }
-        members: dict[frozenset[str], list[tuple[str, str]]] = {}
-        for path, (series, observed) in dated.items():
-            members.setdefault(series, []).append((observed, path))
-        return cls(dated, {series: tuple(found) for series, found in members.items()})
+        members: dict[str, list[tuple[str, str]]] = {}
+        for path, (shapes, observed) in sorted(dated.items()):
+            for shape in shapes:
+                members.setdefault(shape, []).append((observed, path))
+        return cls(dated, {shape: tuple(found) for shape, found in members.items()})
 
     def patched(
         self, changed: Iterable[str], facts_of: Mapping[str, NoteFacts], observed_of: Mapping[str, str | None]
@@ -53,15 +62,23 @@ class Observations:
         changed = set(changed)
         fresh = Observations.of({path: facts_of[path] for path in changed if path in facts_of}, observed_of)
         dated = dict(self.series_of)
-        touched = {dated.pop(path)[0] for path in changed if path in dated} | set(fresh.members)
+        touched = {shape for path in changed if path in dated for shape in dated.pop(path)[0]} | set(fresh.members)
         dated.update(fresh.series_of)
         members = dict(self.members)
-        for series in touched:
-            kept = [entry for entry in members.pop(series, ()) if entry[1] not in changed]
-            found = sorted([*kept, *fresh.members.get(series, ())], key=lambda entry: entry[1])  # by path
+        for shape in touched:
+            kept = [entry for entry in members.pop(shape, ()) if entry[1] not in changed]
+            found = sorted([*kept, *fresh.members.get(shape, ())], key=lambda entry: entry[1])  # by path
             if found:
-                members[series] = tuple(found)
+                members[shape] = tuple(found)
         return Observations(dated, members)
+
+    def series(self, path: str) -> list[tuple[str, str]]:
+        """``(observed, path)`` of every other observation in ``path``'s series."""
+        if path not in self.series_of:
+            return []
+        shapes = self.series_of[path][0]
+        sharing = {entry for shape in shapes for entry in self.members.get(shape, ()) if entry[1] != path}
+        return sorted(entry for entry in sharing if one_series(shapes, self.series_of[entry[1]][0]))
 
 
 class Standing:
@@ -115,11 +132,11 @@ class Standing:
         valid now (a daily stock report is replaced by the next day's)."""
         if path not in self.observations.series_of:
             return None
-        series, observed = self.observations.series_of[path]
+        observed = self.observations.series_of[path][1]
         later = [
             (when, other)
-            for when, other in self.observations.members[series]
-            if observed < when <= self.as_of and other != path and self.in_window(other)[0] is None
+            for when, other in self.observations.series(path)
+            if observed < when <= self.as_of and self.in_window(other)[0] is None
         ]
         return max(later) if later else None
 
