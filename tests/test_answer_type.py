@@ -46,6 +46,8 @@ AS_OF = "2026-11-30"
         ("When does our contract with the supplier end?", "date"),
         ("When was the haul rope last replaced?", "date"),
         ("What's the minimum gap between two donations?", "duration"),
+        ("At what times are items fetched from the strongroom?", "clock"),
+        ("What number do people ring for the home service?", "phone"),
         ("Who approves a production deployment?", None),
         ("How do I put a banner on the website?", None),
     ],

@@ -14,6 +14,7 @@ import yaml
 
 from retrieval_kernel import Workspace
 from retrieval_kernel.corpus.facts import NoteFacts
+from retrieval_kernel.pipeline.answer_type import value_kind
 from retrieval_kernel.pipeline.answerability import (
     MODEL_FILE,
     PASSAGE_FEATURES,
@@ -234,3 +235,56 @@ def test_an_unanswered_question_led_by_both_stating_passages_is_about_the_confli
     assert not _blocks(_tie("a#children", "b#young"), replace(unsure, unknown=0.6), eligible)
     behind = Judgement(0.1, 0.35, {**probabilities, "b#young": 0.001}, 0.02)  # a stating passage is not in the lead
     assert not _blocks(_tie("a#children", "b#young"), behind, eligible)
+
+
+READING_ROOMS = {
+    "rules.md": md(
+        "Reading room rules",
+        {
+            "Fetching items": "Items are fetched from the strongroom at 10:00 and 14:00. "
+            "A reader may have 4 items at the desk at once."
+        },
+        id="rules",
+        authority="reference",
+        asserts={"reading_room_items_at_once": 4},
+    ),
+    "guide.md": md(
+        "Handling guide",
+        {"Producing items": "Staff bring a reader 3 items at once from the strongroom."},
+        id="guide",
+        authority="reference",
+        asserts={"reading_room_items_at_once": 3},
+    ),
+    "hours.md": md(
+        "Opening hours",
+        {"Central": "Central opens at 09:00 on weekdays.", "Saltcote": "Saltcote is closed on Mondays."},
+    ),
+}
+
+
+def test_a_question_asking_another_kind_of_value_than_the_contested_one_is_answered(tmp_path: Path) -> None:
+    # The times share the section (and the word "items") with the contested count: a time of day
+    # cannot be a count, so the question is not about the tie; asking the count still abstains.
+    with workspace(tmp_path, READING_ROOMS) as ws:
+        times = ws.query("At what time are items fetched from the strongroom?", as_of=AS_OF)
+        count = ws.query("How many items can a reader have at the desk at once?", as_of=AS_OF)
+    assert not times.abstained and times.evidence[0].id == "rules#fetching-items"
+    assert [(c.proposition, c.resolution) for c in times.conflicts] == [("reading_room_items_at_once", "unresolved")]
+    assert count.abstention_reason == "unresolved_conflict"
+
+
+@pytest.mark.parametrize(
+    ("key", "values", "kind"),
+    [
+        ("reading_room_items_at_once", [4, 3], "number"),
+        ("home_delivery_interval_weeks", [3, 4], "duration"),
+        ("lost_item_processing_fee_eur", [5, 7.5], "money"),
+        ("deposit_pct", [20, 25], "percent"),
+        ("branch.opens", ["09:30", "10:00"], "clock"),
+        ("contract.ends", ["2027-03-31", "2027-06-30"], "date"),
+        ("kiosk.staff_may_enter_pin", [True, False], None),
+        ("bookbus.route", ["Route A", "Route C"], None),
+    ],
+)
+def test_a_facts_value_kind_comes_from_its_key_or_its_values(key: str, values: list[object], kind: str | None) -> None:
+    assert value_kind(key, values) == kind

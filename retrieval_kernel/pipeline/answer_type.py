@@ -81,7 +81,7 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         "phone",
         "a phone number",
         r"\bphone number\b|\btelephone number\b|\bnumber to call\b|\bextension\b|\bmobile number\b|"
-        r"\bwhat number\b.*\bcall\b",
+        r"\bwhat number\b.*\b(?:call|ring|dial|phone|text)\b",
         r"\+?\d[\d\s().-]{5,}\d|\bext\.?\s?\d+\b|\bx\d{3,}\b",
     ),
     _type(
@@ -117,7 +117,8 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
     _type(
         "clock",
         "a time of day",
-        r"(?<!within )\bwhat time\b(?!.*\b(?:before|after|ahead|prior)\b)|\bat what (?:time|hour)\b|\bwhat hour\b|"
+        r"(?<!within )\bwhat times?\b(?!.*\b(?:before|after|ahead|prior)\b)|\bat what (?:times?|hours?)\b|"
+        r"\bwhat hour\b|"
         r"\bopening hours\b|\bwhen does .* (?:open|close|start|run|begin|finish)\b",
         rf"\b\d{{1,2}}(?::|\.)\d{{2}}\b|\b\d{{1,2}}\s?(?:am|pm|a\.m\.|p\.m\.)\b|\bnoon\b|\bmidnight\b|"
         rf"\b\d{{4}}\s?(?:hrs|h)\b|\bo'clock\b|\b{_NUMBER}\s+(?:minutes?|mins?|hours?|hrs?)\s+"
@@ -262,6 +263,59 @@ def counts(text: str, term: str) -> bool:
             if 0 <= before < at - 1 and terms[before] == term:
                 return True
     return False
+
+
+# What a stated fact's value is (an asserted key and its values), and which asked types it can answer.
+_KEY_UNITS = (  # the first kind whose words the key holds; "response_time_minutes" is a length of time
+    ("duration", frozenset(analyze("seconds minutes hours days weeks months years interval period"))),
+    ("percent", frozenset(analyze("pct percent percentage share"))),  # "deposit_pct" is a share
+    ("money", frozenset(analyze("eur euro gbp usd price fee cost charge deposit fare"))),
+    ("clock", frozenset(analyze("time clock"))),
+)
+_CLOCK_VALUE = re.compile(r"^\d{1,2}[:.]\d{2}$")
+_DATE_VALUE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_NUMBER_VALUE = re.compile(r"^-?\d+(?:[.,]\d+)?$")
+ANSWERED_BY: dict[str, frozenset[str]] = {  # asked type -> the value kinds that can answer it
+    "money": frozenset({"money", "percent", "number"}),
+    "percent": frozenset({"percent", "money", "number"}),
+    "count": frozenset({"number"}),
+    "duration": frozenset({"duration", "number"}),
+    "clock": frozenset({"clock", "duration"}),  # "opening_hour: 9" reads as hours
+    "date": frozenset({"date"}),
+    "age": frozenset({"number", "duration"}),
+    "measurement": frozenset({"number"}),
+}
+
+
+def value_kind(key: str, values: Sequence[object]) -> str | None:
+    """What a fact's values are: a length of time, money, a share, a time of day (from the key's unit
+    word), else a date, a time of day or a plain number (from the values); ``None`` when unknown."""
+    words = set(analyze(key.replace("_", " ").replace(".", " ")))
+    for kind, units in _KEY_UNITS:
+        if words & units:
+            return kind
+    texts = [str(value).strip() for value in values if not isinstance(value, bool)]
+    if not texts or len(texts) < len(values):
+        return None
+    for kind, pattern in (("clock", _CLOCK_VALUE), ("date", _DATE_VALUE), ("number", _NUMBER_VALUE)):
+        if all(pattern.match(text) for text in texts):
+            return kind
+    return None
+
+
+def asked_kind(question: str) -> str | None:
+    """The asked type's name, with a count of days, weeks or hours read as a length of time."""
+    kind = asked_type(question)
+    if kind is None:
+        return None
+    if kind.name == "count" and counted_thing(question) in _KEY_UNITS[0][1]:
+        return "duration"  # "how many shipping days"
+    return kind.name
+
+
+def answers_asked(asked: str, value: str | None) -> bool:
+    """Whether a fact whose values are ``value`` can answer a question asking for ``asked`` (unknown: yes)."""
+    return value is None or value in ANSWERED_BY.get(asked, frozenset())
 
 
 @dataclass(frozen=True)

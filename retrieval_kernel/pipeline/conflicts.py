@@ -11,6 +11,7 @@ from typing import Any
 
 from ..corpus.facts import NoteFacts
 from ..corpus.status import PARTLY_SUPERSEDED
+from .answer_type import answers_asked, asked_kind, value_kind
 from .answerability import Judgement, content_terms
 from .candidates import SUPERSEDED, SUPERSESSION, Candidate, ConflictDraft, Exclusion, Side, effective_status
 from .validity import Standing
@@ -142,7 +143,9 @@ def _about(conflict: ConflictDraft, judged: Judgement, query: str, admissible: M
     """Whether the question asks about the contested proposition, not only about a note that states it.
 
     A side's note must be among the two admissible notes that answer best, and the side note's best
-    answer must not be a passage stating another of its facts instead. Then the question is about the
+    answer must not be a passage stating another of its facts instead; a question asking for a kind
+    of value the contested values cannot be (a time of day, when they are counts) is about something
+    else. Then the question is about the
     conflict when it names what the proposition asserts (the last word of its key that is not a
     unit: ``window`` in ``refund_window_days``, ``retries`` in ``order_events_max_retries``), or
     when the best answer is a side's and the question names a side's value, or when the two best
@@ -156,6 +159,11 @@ def _about(conflict: ConflictDraft, judged: Judgement, query: str, admissible: M
     best_side = admissible[next(pid for pid in answering if _note_of(pid) in notes)]
     if _states_other_fact(best_side, conflict.proposition):
         return False  # "what does a day in the long stay cost" asks the note's rate, not its contested stay
+    asked = asked_kind(query)
+    if asked is not None and not answers_asked(
+        asked, value_kind(conflict.proposition, [s.value for s in conflict.sides])
+    ):
+        return False  # "at what times are items fetched" does not ask how many items may be out at once
     key = [
         term
         for term in content_terms(conflict.proposition.replace("_", " ").replace(".", " "))
