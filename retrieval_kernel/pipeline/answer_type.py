@@ -266,8 +266,9 @@ def counts(text: str, term: str) -> bool:
 
 
 # What a stated fact's value is (an asserted key and its values), and which asked types it can answer.
+_DURATION_WORDS = frozenset(analyze("seconds minutes hours days weeks months years interval period"))
 _KEY_UNITS = (  # the first kind whose words the key holds; "response_time_minutes" is a length of time
-    ("duration", frozenset(analyze("seconds minutes hours days weeks months years interval period"))),
+    ("duration", _DURATION_WORDS),
     ("percent", frozenset(analyze("pct percent percentage share"))),  # "deposit_pct" is a share
     ("money", frozenset(analyze("eur euro gbp usd price fee cost charge deposit fare"))),
     ("clock", frozenset(analyze("time clock"))),
@@ -308,7 +309,7 @@ def asked_kind(question: str) -> str | None:
     kind = asked_type(question)
     if kind is None:
         return None
-    if kind.name == "count" and counted_thing(question) in _KEY_UNITS[0][1]:
+    if kind.name == "count" and counted_thing(question) in _DURATION_WORDS:
         return "duration"  # "how many shipping days"
     return kind.name
 
