@@ -140,11 +140,38 @@ def test_a_new_process_at_the_same_state_loads_the_vectors_instead_of_reading_ch
     target.write_text(target.read_text(encoding="utf-8") + "\n## Pager\n\nThe pager rota approves deployments.\n")
     edited = answers()  # answers from the loaded vectors brought forward in memory; closing writes Chroma
     assert len(reads) == 1 and edited != first
-    settled = answers()  # another state: read from Chroma once more
-    assert len(reads) == 2 and settled != edited  # the edited note's passages are embedded now
-    assert answers() == settled and len(reads) == 2  # that state's vectors were kept in turn
+    settled = answers()  # another state: the snapshot brought forward from the embedding cache
+    assert len(reads) == 1 and settled != edited  # the edited note's passages are embedded now
+    assert answers() == settled and len(reads) == 1
     (store / EXACT_SNAPSHOT).write_bytes(b"not a snapshot")
-    assert answers() == settled and len(reads) == 3  # damaged: read from Chroma
+    assert answers() == settled and len(reads) == 2  # damaged: read from Chroma, the same answers
+    assert answers() == settled and len(reads) == 2  # that state's vectors were kept in turn
+
+
+def test_a_snapshot_is_read_from_chroma_when_a_changed_notes_vector_is_missing(
+    tmp_path: Path, workshop_notes: Path, monkeypatch
+) -> None:
+    import shutil
+
+    from retrieval_kernel.projections.dense import CACHE_NAME, DenseProjection
+
+    notes, store = tmp_path / "notes", tmp_path / "store"
+    shutil.copytree(workshop_notes, notes)
+    lanes = ("identity", "lexical", "dense")
+    question = "Who may approve a production deployment?"
+    with Workspace(notes, store, lanes=lanes) as workspace:
+        workspace.index()
+        target = sorted(notes.glob("*.md"))[0]
+        target.write_text(target.read_text(encoding="utf-8") + "\n## Pager\n\nThe pager rota approves deployments.\n")
+        workspace.refresh()
+        expected = workspace.query(question, as_of="2026-10-15").to_json()
+    (store / CACHE_NAME).unlink()  # the cache lost the edited note's vectors: bringing forward cannot work
+    reads: list[int] = []
+    original = DenseProjection._all_vectors
+    monkeypatch.setattr(DenseProjection, "_all_vectors", lambda *args: reads.append(1) or original(*args))
+    with Workspace(notes, store, lanes=lanes) as workspace:
+        assert workspace.query(question, as_of="2026-10-15", refresh=False).to_json() == expected
+    assert len(reads) == 1
 
 
 def rounded_top_reference(scores: np.ndarray, count: int) -> list[tuple[int, float]]:

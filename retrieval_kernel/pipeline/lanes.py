@@ -367,12 +367,12 @@ class DenseLane:
         repaired = None
         try:
             try:
-                found = self.projection.search(query, host.candidate_pool + len(hidden), state)
+                found = self.projection.search(query, host.candidate_pool + len(hidden), state, host.records)
             except (StaleCollectionError, EmbeddedStoreUnreadableError) as exc:  # missing or damaged: rebuild, answer
                 self.repair()
                 repaired = f"{exc}; rebuilt it from the record store"
                 state = host.records.projection(self.name) or state
-                found = self.projection.search(query, host.candidate_pool + len(hidden), state)
+                found = self.projection.search(query, host.candidate_pool + len(hidden), state, host.records)
             basis = score_basis(self.projection.embedder_name)
             hits = [(h.passage_id, h.score) for h in found]
         except Exception as exc:  # the model or Chroma failed: the lane is unavailable, say why
