@@ -38,6 +38,7 @@ AS_OF = "2026-11-30"
         ("What does a bike park day ticket cost?", "money"),
         ("What's the fee for a drone permit?", "money"),
         ("How much can a donor claim back for parking?", "money"),
+        ("How much notice must a customer give to keep the deposit?", "duration"),  # the notice, not the deposit
         ("How old do kids have to be to ride the zip line?", "age"),
         ("Is a 17 year old old enough to volunteer?", "age"),
         ("How old is order 4471?", None),  # not a person's age

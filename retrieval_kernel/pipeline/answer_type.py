@@ -66,7 +66,7 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         r"worth|budget)\b|\bhow much (?:money|cash)\b|\bwhat (?:is|are) the (?:price|cost|fee|charge|rate)s?\b|"
         r"\bprice of\b|\bcost of\b|\bhow much is\b|\bwhat (?:does|do|did|will|would) [^?]*\b(?:cost|charge)\b|"
         r"\bwhat(?:'s| is| are)? (?:the |our |a |an )?(?:[\w-]+ ){0,3}(?:fee|price|cost|charge|deposit|fare)s?\b|"
-        r"\bhow much\b[^?]*\b(?:claim|earn|charge|cost|pay|deposit|refund)",
+        r"\bhow much (?!notice\b|time\b|warning\b)[^?]*\b(?:claim|earn|charge|cost|pay|deposit|refund)",
         # a deposit, a discount or a fee is often a share of something: "a 25 percent deposit"
         r"[£$€¥]\s?\d|\b\d[\d,.]*\s?(?:pounds?|euros?|dollars?|usd|eur|gbp|chf|pence|p|cents?|k)\b|"
         rf"\b(?:eur|usd|gbp|chf)\s?\d|\bfree\b|\bno charge\b|\bat cost\b|{_SHARE}",
