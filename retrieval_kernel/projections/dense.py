@@ -525,14 +525,19 @@ class DenseProjection:
         self, records: RecordStore, exact: ExactVectors, paths: list[str], first: dict[str, int]
     ) -> None:
         """Replace the vectors of ``paths`` by those the cache holds for their current passages."""
+        lagging = self._take_cached(records, exact, paths)
+        since = {**first, **self._unembedded}  # a note still lacking vectors lacks them since its first change
+        self._unembedded = {path: since[path] for path in lagging}
+
+    def _take_cached(self, records: RecordStore, exact: ExactVectors, paths: list[str]) -> list[str]:
+        """Give ``paths`` in ``exact`` the cached vectors of their current passages; the notes (sorted) some
+        of whose passages the cache lacks (those passages stay out until their vectors come)."""
         passages = [passage for path in paths for passage in records.passages_of(path)]
         found = self._get_cache().get(self.embedder_name, [p.sha256 for p in passages])
         have = [p for p in passages if p.sha256 in found]
         rows = np.stack([found[p.sha256] for p in have]) if have else np.zeros((0, exact.matrix.shape[1]))
         exact.replace_notes(paths, [p.id for p in have], [p.path for p in have], rows)
-        lagging = sorted({p.path for p in passages if p.sha256 not in found})
-        since = {**first, **self._unembedded}  # a note still lacking vectors lacks them since its first change
-        self._unembedded = {path: since[path] for path in lagging}
+        return sorted({p.path for p in passages if p.sha256 not in found})
 
     def lagging(self) -> dict[str, int]:
         """Notes whose new passages the in-memory vectors still lack, with the first change each lacks."""
@@ -559,14 +564,13 @@ class DenseProjection:
         try:
             with np.load(path, allow_pickle=False) as stored:
                 meta = json.loads(stored["meta"].tobytes().decode())
-                tag = meta.get("tag")
-                if tag != self._exact_tag(key) and records is None:
+                current = meta.get("tag") == self._exact_tag(key)
+                if not current and records is None:
                     return None
                 exact = ExactVectors(meta["ids"], meta["paths"], stored["matrix"])
-            if tag == self._exact_tag(key):
+            if current or records is None:
                 return exact
-            assert records is not None
-            return self._brought_forward(key, json.loads(tag), exact, records)
+            return self._brought_forward(key, json.loads(meta["tag"]), exact, records)
         except (OSError, ValueError, KeyError, TypeError):  # damaged: read from Chroma again
             return None
 
@@ -589,14 +593,8 @@ class DenseProjection:
             (first if seq <= state.high_water else later).add(path)
         if first & later:
             return None
-        paths = sorted(first)
-        passages = [passage for path in paths for passage in records.passages_of(path)]
-        found = self._get_cache().get(self.embedder_name, [p.sha256 for p in passages])
-        if any(p.sha256 not in found for p in passages):
-            return None
-        rows = np.stack([found[p.sha256] for p in passages]) if passages else np.zeros((0, exact.matrix.shape[1]))
-        exact.replace_notes(paths, [p.id for p in passages], [p.path for p in passages], rows)
-        return exact
+        missing = self._take_cached(records, exact, sorted(first))
+        return None if missing else exact  # a passage without a vector: read Chroma (this copy is dropped)
 
     def _save_exact(self, key: tuple[ProjectionState, str], exact: ExactVectors) -> None:
         """Keep the vectors just read from Chroma for the next process (not when the store is read-only)."""
