@@ -391,6 +391,21 @@ def test_hidden_notes_never_change_the_confidence(workspaces: dict[str, Workspac
     assert got.confidence == want.confidence
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="known limitation (as above): for this query the lanes return the caller the same hits with and "
+    "without the hidden notes, but the passage model reads lexical scores computed with the whole index's "
+    "statistics, so 7 candidates are judged weak against 5 (found by the generated-queries test; it fails "
+    "the same way at c539ec7, before this session's changes)",
+)
+def test_hidden_notes_never_change_which_candidates_are_weak(workspaces: dict[str, Workspace]) -> None:
+    query, scopes = "45 oil refund", CALLERS["tenant-b"]
+    got = workspaces["full"].query(query, as_of=AS_OF, scopes=scopes, top=MAX_TOP, max_chars=MAX_BUDGET)
+    want = workspaces["tenant-b"].query(query, as_of=AS_OF, scopes=scopes, top=MAX_TOP, max_chars=MAX_BUDGET)
+    assert lane_hits(workspaces["full"], got) == lane_hits(workspaces["tenant-b"], want)  # holds
+    assert got.exclusions["weak_match"] == want.exclusions["weak_match"]
+
+
 def test_hidden_notes_do_not_make_a_one_word_query_generic(workspaces: dict[str, Workspace]) -> None:
     reference = workspaces["none"].query("refund", as_of=AS_OF)
     assert not reference.abstained
