@@ -126,7 +126,17 @@ def load_ipython_extension(ipython: InteractiveShell) -> None:
     transforms = ipython.input_transformer_manager.line_transforms
     if route_context_lines not in transforms:
         transforms.append(route_context_lines)
-    warm_up_in_background()  # Chroma's import and the embedder: seconds a first %context would otherwise wait
+    warm_up_in_background(import_chroma=_chroma_server_configured())  # what a first %context would wait for
+
+
+def _chroma_server_configured() -> bool:
+    """Whether the settings in force here name a Chroma server (a bad setting: left for %context to report)."""
+    from .settings import resolve_chroma
+
+    try:
+        return not resolve_chroma().embedded
+    except Exception:
+        return False
 
 
 def __getattr__(name: str) -> object:

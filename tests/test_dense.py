@@ -169,15 +169,12 @@ def test_the_onnx_embedder_is_loaded_once_per_process_and_warmed_up_in_the_backg
 
 
 RACE = """
-import sys
 from retrieval_kernel.projections.embedding import warm_up_in_background
-from retrieval_kernel.pipeline.lanes import DenseLane
-warm_up_in_background()  # what %load_ext starts; the first %context imports the dense module at once
-from retrieval_kernel.projections.embedding import CHROMA_IMPORT, import_chromadb_quickly
-with CHROMA_IMPORT:
-    import_chromadb_quickly()
-    from retrieval_kernel.projections.dense import DenseProjection
-print("imported", DenseProjection.__name__)
+warm_up_in_background(import_chroma=True)  # %load_ext with a Chroma server; a first %context imports it too
+from retrieval_kernel.projections.chroma_function import PassageEmbeddingFunction
+from retrieval_kernel.projections.dense import _chroma_errors
+_chroma_errors()
+print("imported", PassageEmbeddingFunction.__name__)
 """
 
 
@@ -190,7 +187,7 @@ def test_a_first_dense_query_during_the_background_warm_up_imports_chromadb_whol
 
     done = subprocess.run([sys.executable, "-c", RACE], capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip() == "imported DenseProjection"
+    assert done.stdout.strip() == "imported PassageEmbeddingFunction"
 
 
 # ---------------------------------------------------------------- one shared, read-only topic workspace
@@ -571,3 +568,17 @@ def test_dense_lane_before_any_dense_index_is_unavailable(tmp_path: Path) -> Non
     assert dense.reason is not None
     assert "not been built" in dense.reason
     assert not (tmp_path / "store" / "dense").exists()
+
+
+def test_load_ext_imports_chroma_in_the_warm_up_only_for_a_chroma_server(monkeypatch, tmp_path: Path) -> None:
+    """Embedded, a first query answers from the snapshot without Chroma; a server needs it on every query."""
+    import retrieval_kernel
+    from retrieval_kernel.settings import ENV_URL
+
+    monkeypatch.chdir(tmp_path)  # no pyproject.toml setting chroma
+    monkeypatch.delenv(ENV_URL, raising=False)
+    assert retrieval_kernel._chroma_server_configured() is False
+    monkeypatch.setenv(ENV_URL, "http://localhost:8000")
+    assert retrieval_kernel._chroma_server_configured() is True
+    monkeypatch.setenv(ENV_URL, "ftp://nowhere")  # a bad setting is left for %context to report
+    assert retrieval_kernel._chroma_server_configured() is False

@@ -174,6 +174,149 @@ def test_a_snapshot_is_read_from_chroma_when_a_changed_notes_vector_is_missing(
     assert len(reads) == 1
 
 
+_SNAPSHOT_FIRST_CHILD = """
+import json, sys
+from retrieval_kernel import Workspace
+with Workspace(sys.argv[1], sys.argv[2], lanes=("identity", "lexical", "dense")) as ws:
+    packet = ws.query(sys.argv[3], as_of="2026-10-15", refresh=False)
+    opened = "chromadb" in sys.modules
+print(json.dumps({"packet": packet.to_json(), "chromadb_imported": opened}))
+"""
+
+
+def _in_a_new_process(notes: Path, store: Path, question: str) -> dict:
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _SNAPSHOT_FIRST_CHILD, str(notes), str(store), question],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_new_process_answers_from_the_snapshot_without_importing_chroma(tmp_path: Path, workshop_notes: Path) -> None:
+    """The snapshot answers for the state it names: a fresh process's first query neither imports
+    chromadb nor opens Chroma, and answers as a process that read the vectors from Chroma does."""
+    import shutil
+
+    from retrieval_kernel.projections.dense import EXACT_SNAPSHOT
+
+    notes, store = tmp_path / "notes", tmp_path / "store"
+    shutil.copytree(workshop_notes, notes)
+    question = "Who may approve a production deployment?"
+    with Workspace(notes, store, lanes=("identity", "lexical", "dense")) as workspace:
+        workspace.index()
+    fast = _in_a_new_process(notes, store, question)
+    assert fast["chromadb_imported"] is False
+    (store / EXACT_SNAPSHOT).unlink()  # no snapshot: the vectors are read from Chroma
+    slow = _in_a_new_process(notes, store, question)
+    assert slow["chromadb_imported"] is True
+    assert fast["packet"] == slow["packet"]
+    assert (store / EXACT_SNAPSHOT).exists()
+
+
+@pytest.mark.parametrize("damage", ["deleted", "overwritten"])
+def test_a_damaged_chroma_store_is_not_hidden_by_the_snapshot(
+    tmp_path: Path, workshop_notes: Path, damage: str
+) -> None:
+    """With Chroma's database gone or overwritten, the snapshot is not taken: Chroma is opened, the
+    damage found and the collection rebuilt from the record store, as without a snapshot."""
+    import shutil
+
+    notes, store = tmp_path / "notes", tmp_path / "store"
+    shutil.copytree(workshop_notes, notes)
+    with Workspace(notes, store, lanes=("identity", "lexical", "dense")) as workspace:
+        workspace.index()
+        version = workspace.records.projection("dense").version  # type: ignore[union-attr]
+    database = store / "dense" / "chroma.sqlite3"
+    if damage == "deleted":
+        shutil.rmtree(store / "dense")
+    else:
+        database.write_bytes(b"\xde\xad\xbe\xef" * 4096)
+    result = _in_a_new_process(notes, store, "Who may approve a production deployment?")
+    assert result["chromadb_imported"] is True
+    dense = next(lane for lane in __import__("json").loads(result["packet"])["lanes"] if lane["name"] == "dense")
+    assert dense["status"] == "ok" and dense["index_version"] > version
+
+
+def test_a_sync_after_a_snapshot_first_answer_patches_the_same_vectors(tmp_path: Path, workshop_notes: Path) -> None:
+    """Vectors taken from the snapshot before Chroma was opened are the collection's: a later sync
+    (which opens Chroma) patches them in place, and the answers equal a fresh read's."""
+    import shutil
+
+    from retrieval_kernel.projections.dense import EXACT_SNAPSHOT, DenseProjection
+
+    notes, store = tmp_path / "notes", tmp_path / "store"
+    shutil.copytree(workshop_notes, notes)
+    lanes = ("identity", "lexical", "dense")
+    question = "Who approves deployments on the pager rota?"
+    with Workspace(notes, store, lanes=lanes) as workspace:
+        workspace.index()
+    reads: list[int] = []
+    original = DenseProjection._all_vectors
+    DenseProjection._all_vectors = lambda *args: reads.append(1) or original(*args)  # type: ignore[method-assign]
+    try:
+        with Workspace(notes, store, lanes=lanes) as workspace:
+            workspace.query(question, as_of="2026-10-15", refresh=False)
+            assert workspace.dense._checked is None  # answered without opening Chroma
+            target = sorted(notes.glob("*.md"))[0]
+            target.write_text(
+                target.read_text(encoding="utf-8") + "\n## Pager\n\nThe pager rota approves deployments.\n"
+            )
+            workspace.index()  # a sync: opens and verifies Chroma, patches the vectors in memory
+            patched = workspace.query(question, as_of="2026-10-15", refresh=False).to_json()
+        assert reads == []
+    finally:
+        DenseProjection._all_vectors = original  # type: ignore[method-assign]
+    (store / EXACT_SNAPSHOT).unlink()
+    with Workspace(notes, store, lanes=lanes) as workspace:
+        assert workspace.query(question, as_of="2026-10-15", refresh=False).to_json() == patched
+
+
+_OPENS_CHROMA_DURING_WARM_UP = """
+import sys, time
+from retrieval_kernel.projections.embedding import warm_up_in_background
+from retrieval_kernel import Workspace
+warm_up_in_background(import_chroma=True)  # as %load_ext does when a Chroma server is configured
+time.sleep(float(sys.argv[3]))  # the warm-up is loading the model, or importing chromadb
+with Workspace(sys.argv[1], sys.argv[2], lanes=("identity", "lexical", "dense")) as ws:
+    packet = ws.query("Who may approve a production deployment?", as_of="2026-10-15", refresh=False)
+print({lane.name: lane.status for lane in packet.lanes}["dense"])
+"""
+
+
+@pytest.mark.parametrize("pause", [0.0, 0.6, 1.2])
+def test_a_first_query_that_opens_chroma_during_the_warm_up_finishes(
+    tmp_path: Path, workshop_notes: Path, pause: float
+) -> None:
+    """No snapshot: the first query imports and opens Chroma while the warm-up thread may be importing
+    it too. The two threads take the import locks in one order (a deadlock hung this query once)."""
+    import shutil
+    import subprocess
+    import sys
+
+    from retrieval_kernel.projections.dense import EXACT_SNAPSHOT
+
+    notes, store = tmp_path / "notes", tmp_path / "store"
+    shutil.copytree(workshop_notes, notes)
+    with Workspace(notes, store, lanes=("identity", "lexical", "dense")) as workspace:
+        workspace.index()
+    (store / EXACT_SNAPSHOT).unlink()
+    done = subprocess.run(
+        [sys.executable, "-c", _OPENS_CHROMA_DURING_WARM_UP, str(notes), str(store), str(pause)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "ok"
+
+
 def rounded_top_reference(scores: np.ndarray, count: int) -> list[tuple[int, float]]:
     """What search did before it rounded only the rows near the top: round every score, then keep
     the ``count`` highest and every row tied at the last place."""

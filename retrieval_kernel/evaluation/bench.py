@@ -303,7 +303,7 @@ def _encode_reference(workspace: Workspace, texts: list[str]) -> dict[str, Any]:
 
     sample = random.Random(SEED).sample(texts, min(ENCODE_SAMPLE, len(texts)))
     reference = TorchEmbedder()
-    ours = workspace.dense.function.embedder
+    ours = workspace.dense.embedder
     rounds = {"reference": [], "ours": []}  # type: dict[str, list[float]]
     for _ in range(2):  # interleaved, best of two: the machine is shared
         for name, embedder in (("reference", reference), ("ours", ours)):

@@ -352,7 +352,7 @@ def embedding_raises(result: Scenario) -> None:
         def broken(texts: Any) -> Any:
             raise RuntimeError("embedding model crashed")
 
-        ws.dense.function.embedder.embed = broken  # type: ignore[method-assign]
+        ws.dense.embedder.embed = broken  # type: ignore[method-assign]
         packet = ws.query("ledger rounding", as_of=AS_OF)
         _check_dense_down_others_answer(result, packet, "embedding model crashed")
         (notes / "ledger.md").write_text("# Ledger\n\n## Rule\n\nRound the ledger half up.\n", encoding="utf-8")

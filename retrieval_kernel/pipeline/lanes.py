@@ -14,6 +14,7 @@ thresholds apply to each lane's own raw score, never to a fused score.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -23,7 +24,7 @@ from ..errors import LaneUnavailableError, StoreError
 from ..output.packet import LaneReport
 from ..projections import lexical
 from ..projections.chroma_client import ChromaSettings, EmbeddedStoreUnreadableError
-from ..projections.embedding import CHROMA_IMPORT, go_offline, import_chromadb_quickly
+from ..projections.embedding import go_offline
 from ..store.indexing import refresh_lock
 from ..store.progress import Progress
 from ..store.records import RecordStore
@@ -285,12 +286,10 @@ class DenseLane:
     def projection(self) -> DenseProjection:
         if self._projection is None:
             go_offline()  # before chromadb is imported: no telemetry, no hub downloads
-            try:
-                with CHROMA_IMPORT:  # not beside the %load_ext warm-up's import
-                    import_chromadb_quickly()
-                    from ..projections.dense import DenseProjection
-            except ImportError as exc:
-                raise LaneUnavailableError(f"the dense lane needs chromadb: pip install chromadb ({exc})") from exc
+            if importlib.util.find_spec("chromadb") is None:  # imported only when Chroma is opened
+                raise LaneUnavailableError("the dense lane needs chromadb: pip install chromadb")
+            from ..projections.dense import DenseProjection
+
             identity_of_store = self.host.records.store_identity()
             self._projection = DenseProjection(
                 self.host.store_dir, self.embedder, chroma=self.chroma, store_id=identity_of_store
@@ -353,9 +352,7 @@ class DenseLane:
 
     def run(self, query: str, hidden: frozenset[str], stale: bool, pending: int) -> LaneRun:
         go_offline()
-        with CHROMA_IMPORT:  # not beside the %load_ext warm-up's import
-            import_chromadb_quickly()  # before the dense module imports chromadb
-            from ..projections.dense import StaleCollectionError, score_basis
+        from ..projections.dense import StaleCollectionError, score_basis  # chromadb: only if Chroma is opened
 
         host = self.host
         basis = score_basis(f"all-MiniLM-L6-v2:{self.embedder}")

@@ -36,7 +36,7 @@ from ..errors import (
     ChromaServerError,
     EmbeddedStoreUnreadableError,
 )
-from .embedding import go_offline
+from .embedding import CHROMA_IMPORT, go_offline, import_chromadb_quickly
 
 EMBEDDED = "embedded"
 DEFAULT_PORT = 8000
@@ -198,6 +198,8 @@ def open_embedded(folder: Path) -> Any:
     """A ``PersistentClient`` under ``folder``, telemetry off."""
     go_offline()
     try:
+        with CHROMA_IMPORT:
+            import_chromadb_quickly()
         from chromadb import PersistentClient
         from chromadb.config import Settings
 
@@ -249,6 +251,8 @@ def open_server(settings: ChromaSettings) -> Any:
     """An ``HttpClient`` for ``settings.url`` with timeouts set, after a heartbeat shows the server is up."""
     heartbeat(settings)  # with a timeout: HttpClient's own first requests have none
     go_offline()
+    with CHROMA_IMPORT:
+        import_chromadb_quickly()
     import chromadb
     import httpx
     from chromadb.config import DEFAULT_DATABASE, DEFAULT_TENANT, Settings

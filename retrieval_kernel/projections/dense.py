@@ -36,21 +36,19 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
-from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
-from chromadb.errors import ChromaError, NotFoundError
-from chromadb.utils.embedding_functions import register_embedding_function
 
 from ..corpus.notes import Passage
 from ..errors import StaleCollectionError
 from ..store.progress import SILENT
 from ..store.records import ProjectionState, RecordStore, utc_now
 from .chroma_client import ChromaConnection, ChromaSettings, forget_embedded
-from .embedding import DEFAULT_EMBEDDER, Embedder, go_offline, load_embedder
+from .embedding import CHROMA_IMPORT, DEFAULT_EMBEDDER, Embedder, go_offline, import_chromadb_quickly, load_embedder
 from .exact import ExactVectors
 
 NAME = "dense"
 FOLDER = "dense"
 CACHE_NAME = "embeddings.sqlite3"
+CHROMA_DATABASE = "chroma.sqlite3"  # embedded Chroma's own database, in FOLDER
 EXACT_SNAPSHOT = "exact-vectors.npz"  # beside the cache: the exact-search vectors as last read from Chroma
 COLLECTION_PREFIX = "passages_v"
 DENSE_FORMAT = 1  # the collection layout (ids, metadata keys, cosine space); raising it rebuilds old collections
@@ -75,43 +73,34 @@ EXACT_SEARCH_LIMIT = 100_000  # up to this many vectors, exact numpy search beat
 T = TypeVar("T")
 
 
+def __getattr__(name: str) -> Any:
+    """``PassageEmbeddingFunction`` from :mod:`.chroma_function`, imported (with chromadb) when asked for."""
+    if name == "PassageEmbeddingFunction":
+        from .chroma_function import PassageEmbeddingFunction
+
+        return PassageEmbeddingFunction
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _looks_like_sqlite(path: Path) -> bool:
+    """Whether ``path`` exists and starts with SQLite's file header."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
+
+
+def _chroma_errors() -> tuple[type[Exception], type[Exception]]:
+    """chromadb's ``(NotFoundError, ChromaError)``, importing chromadb (the quick way) if it is not yet."""
+    with CHROMA_IMPORT:
+        import_chromadb_quickly()
+        from chromadb.errors import ChromaError, NotFoundError
+    return NotFoundError, ChromaError
+
+
 def score_basis(embedder_name: str) -> str:
     return f"cosine similarity ({embedder_name}; exact up to {EXACT_SEARCH_LIMIT:,} vectors, else Chroma HNSW)"
-
-
-@register_embedding_function
-class PassageEmbeddingFunction(EmbeddingFunction[Documents]):
-    """Chroma's view of our embedder; loads the model only when first called."""
-
-    def __init__(self, kind: str = DEFAULT_EMBEDDER, embedder: Embedder | None = None) -> None:
-        self.kind = kind
-        self._embedder = embedder
-
-    @property
-    def embedder(self) -> Embedder:
-        if self._embedder is None:
-            self._embedder = load_embedder(self.kind)
-        return self._embedder
-
-    def __call__(self, input: Documents) -> Embeddings:
-        return list(self.embedder.embed(list(input)))
-
-    @staticmethod
-    def name() -> str:
-        return "retrieval_kernel_minilm"
-
-    def get_config(self) -> dict[str, Any]:
-        return {"kind": self.kind}
-
-    @staticmethod
-    def build_from_config(config: dict[str, Any]) -> PassageEmbeddingFunction:
-        return PassageEmbeddingFunction(str(config.get("kind", DEFAULT_EMBEDDER)))
-
-    def default_space(self) -> Any:
-        return "cosine"
-
-    def supported_spaces(self) -> Any:
-        return ["cosine"]
 
 
 class EmbeddingCache:
@@ -226,8 +215,9 @@ class DenseProjection:
         self.chroma = chroma or ChromaSettings()
         self.connection = ChromaConnection(self.chroma, self.folder)
         self.store_id = store_id
-        kind = embedder if isinstance(embedder, str) else getattr(embedder, "name", "custom")
-        self.function = PassageEmbeddingFunction(kind, None if isinstance(embedder, str) else embedder)
+        self._kind = embedder if isinstance(embedder, str) else getattr(embedder, "name", "custom")
+        self._embedder = None if isinstance(embedder, str) else embedder
+        self._function: Any = None  # Chroma's view of the embedder, made when Chroma is first needed
         self._cache_path = store_dir / CACHE_NAME
         self._cache: EmbeddingCache | None = None
         self._handles: dict[tuple[int, str], Any] = {}
@@ -242,8 +232,24 @@ class DenseProjection:
         self.progress = SILENT  # a bar while many passages are embedded (set by the workspace)
 
     @property
+    def embedder(self) -> Embedder:
+        """The embedder (loaded on first use; shared with :attr:`function`)."""
+        if self._embedder is None:
+            self._embedder = load_embedder(self._kind)
+        return self._embedder
+
+    @property
+    def function(self) -> Any:
+        """The registered embedding function every collection call passes (imports chromadb)."""
+        if self._function is None:
+            from .chroma_function import PassageEmbeddingFunction
+
+            self._function = PassageEmbeddingFunction(self._kind, self.embedder)
+        return self._function
+
+    @property
     def embedder_name(self) -> str:
-        return self.function.embedder.name
+        return self.embedder.name
 
     def collection_name(self, version: int) -> str:
         return f"{self.chroma.prefix}{COLLECTION_PREFIX}{version}"
@@ -381,7 +387,7 @@ class DenseProjection:
             seen.update(batch)
             batches += [batch] if batch else []
         if batches and sum(map(len, batches)) <= EARLY_PASSAGES:
-            self._early = (model, _early_thread().submit(_embed_batches, self.function.embedder, batches))
+            self._early = (model, _early_thread().submit(_embed_batches, self.embedder, batches))
 
     def _embedded_early(self, model: str, wanted: Collection[str]) -> dict[str, np.ndarray]:
         """The vectors of ``wanted`` hashes that :meth:`embed_early` made (waiting for them); none if it failed."""
@@ -411,7 +417,7 @@ class DenseProjection:
         with self.progress.track("embedding passages", len(missing), "passage") as step:
             for start in range(0, len(missing), EMBED_CHUNK):  # cached chunk by chunk: a kill keeps what is done
                 chunk = dict(missing[start : start + EMBED_CHUNK])
-                new = dict(zip(chunk, self.function.embedder.embed(list(chunk.values())), strict=True))
+                new = dict(zip(chunk, self.embedder.embed(list(chunk.values())), strict=True))
                 cache.put(model, new)
                 vectors.update(new)
                 self.embedded_last_sync += len(new)
@@ -421,7 +427,7 @@ class DenseProjection:
     # ------------------------------------------------------------ searching
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self.function.embedder.embed([text])[0]
+        return self.embedder.embed([text])[0]
 
     def search(
         self, text: str, limit: int, state: ProjectionState, records: RecordStore | None = None
@@ -434,8 +440,10 @@ class DenseProjection:
     ) -> list[DenseHit]:
         """Exact cosine over the collection's vectors when it is small enough, else Chroma's HNSW
         (``records``: lets a snapshot of an earlier state be brought forward instead of read again)."""
-        collection = self._checked_collection(state)
-        exact = self._exact_matrix(state, collection, records)
+        exact = self._exact_from_snapshot(state, records)
+        if exact is None:
+            collection = self._checked_collection(state)
+            exact = self._exact_matrix(state, collection, records)
         if exact is None:
             hits = self._hnsw(collection, vector, limit)
             return sorted(hits, key=lambda hit: (-hit.score, hit.passage_id))[:limit]
@@ -481,11 +489,43 @@ class DenseProjection:
             if count > EXACT_SEARCH_LIMIT:
                 return None
             ids, paths, rows = self._all_vectors(collection, count)
-            dimension = self.function.embedder.dimension
+            dimension = self.embedder.dimension
             exact = ExactVectors(ids, paths, np.asarray(rows, dtype="float32").reshape(len(ids), dimension))
             self._save_exact(key, exact)
         self._exact = (key, exact)
         return exact
+
+    def _exact_from_snapshot(self, state: ProjectionState, records: RecordStore | None) -> ExactVectors | None:
+        """Embedded, before this process has opened Chroma: the vectors in memory when they serve
+        ``state``, else the snapshot read at ``state`` (or brought forward to it), without opening Chroma.
+
+        The snapshot's tag names the record store, version, change-log position and build time of the
+        vectors it holds, so it answers for the state by itself; it is taken only while Chroma's own
+        database file is there and looks like one (a deleted or overwritten folder is found by opening
+        it, as before), and its collection is verified when Chroma is first opened (a sync, a check):
+        vectors of another collection are then read again. ``None``: open Chroma.
+        """
+        if not self.chroma.embedded or self._checked is not None:
+            return None
+        if self._exact is not None:
+            return self._exact[1] if self._exact_serves(state, self._exact[0][1]) else None
+        collection_id = self._snapshot_collection()
+        if collection_id is None or not _looks_like_sqlite(self.folder / CHROMA_DATABASE):
+            return None
+        self._unembedded = {}
+        exact = self._load_exact((state, collection_id), records)
+        if exact is not None:
+            self._exact = ((state, collection_id), exact)
+        return exact
+
+    def _snapshot_collection(self) -> str | None:
+        """The id of the collection the snapshot's vectors were read from (``None``: no readable snapshot)."""
+        try:
+            with np.load(self._exact_path, allow_pickle=False) as stored:
+                tag = json.loads(json.loads(stored["meta"].tobytes().decode())["tag"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return tag[1] if isinstance(tag, list) and len(tag) > 1 and isinstance(tag[1], str) else None
 
     def _exact_serves(self, state: ProjectionState, collection_id: str) -> bool:
         """Whether the vectors in memory answer for ``state``: read at it, or at the same version and
@@ -506,11 +546,12 @@ class DenseProjection:
         state = records.projection(NAME)
         if state is None:
             return False
-        collection = self._checked_collection(state)
-        exact = self._exact_matrix(state, collection, records)
+        exact = self._exact_from_snapshot(state, records)
+        if exact is None:
+            exact = self._exact_matrix(state, self._checked_collection(state), records)
         if exact is None or self._exact is None:
             return False
-        held = self._exact[0][0]
+        held, collection_id = self._exact[0]
         first: dict[str, int] = {}
         for seq, path, _ in records.changes_since(held.high_water):
             first.setdefault(path, seq)
@@ -518,7 +559,7 @@ class DenseProjection:
         if paths:
             self._replace_in_memory(records, exact, paths, first)
         newest = max(held.high_water, records.high_water())
-        self._exact = ((replace(held, high_water=newest), str(collection.id)), exact)
+        self._exact = ((replace(held, high_water=newest), collection_id), exact)
         return True
 
     def _replace_in_memory(
@@ -670,9 +711,10 @@ class DenseProjection:
     def _open(self, name: str) -> tuple[Any | None, str | None]:
         """The collection ``name`` fresh from Chroma; ``(None, None)`` when it does not exist, and
         ``(None, why)`` when Chroma will not open it with our embedding function."""
+        not_found, _ = _chroma_errors()
         try:
             collection = self.connection.call(f"open the collection {name}", self._getter(name))
-        except NotFoundError:
+        except not_found:
             return None, None
         except ValueError as exc:  # Chroma refuses our embedding function: another program's collection
             return None, f"it was made by another program ({exc})"
@@ -693,7 +735,8 @@ class DenseProjection:
         )
 
     def _getter(self, name: str) -> Callable[[Any], Any]:
-        return lambda client: client.get_collection(name, embedding_function=self.function)
+        function = self.function
+        return lambda client: client.get_collection(name, embedding_function=function)
 
     def _is_ours(self, metadata: Mapping[str, Any] | None) -> bool:
         store = (metadata or {}).get(META_STORE)
@@ -705,9 +748,10 @@ class DenseProjection:
         Best effort: a leftover old version is never read (names carry the version).
         """
         pattern = re.compile(re.escape(self.chroma.prefix + COLLECTION_PREFIX) + r"\d+")
+        _, chroma_error = _chroma_errors()
         try:
             listed = self.connection.call("list collections", lambda client: client.list_collections())
-        except (ValueError, ChromaError):  # a collection of another program that this chromadb cannot describe
+        except (ValueError, chroma_error):  # a collection of another program that this chromadb cannot describe
             return
         for collection in listed:
             if collection.name != keep and pattern.fullmatch(collection.name) and self._is_ours(collection.metadata):

@@ -231,43 +231,44 @@ def load_embedder(kind: str = DEFAULT_EMBEDDER, cache_dir: Path | None = None) -
         raise LaneUnavailableError(f"cannot load the {kind} embedder: {type(exc).__name__}: {exc}") from exc
 
 
-def warm_up() -> None:
-    """Import Chroma and load the default embedder, so a first dense query does not (errors are left
-    for that query to report).
+def warm_up(import_chroma: bool = False) -> None:
+    """Load the default embedder and find the BLAS libraries, so a first dense query waits for
+    neither (errors are left for that query to report); with ``import_chroma``, then import Chroma.
 
-    The model loads on a second thread: ONNX Runtime builds its session mostly without the GIL,
-    so it overlaps Chroma's import (pure Python, a second here) instead of following it. The
-    first session is what a query waits for; the others load after the import.
+    Embedded, a first query answers from the exact-search snapshot without Chroma, and importing it
+    here (pure Python, a second) would take the GIL from the model's load and from the first queries;
+    the deferred projection writes import it when the workspace is idle. A Chroma server is reached
+    through chromadb on every query: then it is imported here.
     """
     go_offline()
-    loading = threading.Thread(target=_load_quietly, name="retrieval-kernel-model", daemon=True)
-    loading.start()
-    with contextlib.suppress(Exception), CHROMA_IMPORT:
-        import_chromadb_quickly()
-        from . import dense  # noqa: F401  # chromadb's modules and our embedding function
-    loading.join()
     with contextlib.suppress(Exception):
         embedder = load_embedder(DEFAULT_EMBEDDER)
+        from .exact import blas_controller
+
+        blas_controller()
         if isinstance(embedder, OnnxEmbedder):
             embedder.load_all_sessions()
-
-
-def _load_quietly() -> None:
+    if not import_chroma:
+        return
     with contextlib.suppress(Exception):
-        load_embedder(DEFAULT_EMBEDDER)
+        with CHROMA_IMPORT:
+            import_chromadb_quickly()
+        # Outside the lock: a query importing this module holds the module's import lock, then takes
+        # CHROMA_IMPORT; taking them here in the other order would deadlock the two threads.
+        from . import chroma_function  # noqa: F401  # our embedding function
 
 
 WARM_UP_EXIT_WAIT = 60.0  # seconds an exiting interpreter waits for a warm-up still loading the model
 
 
-def warm_up_in_background() -> threading.Thread:
+def warm_up_in_background(import_chroma: bool = False) -> threading.Thread:
     """Start :func:`warm_up` on a daemon thread (what ``%load_ext`` does: it returns at once).
 
     An interpreter that exits while the thread is inside ONNX Runtime's model load aborts
     ("terminate called without an active exception"), so exit waits for it (up to
     :data:`WARM_UP_EXIT_WAIT`); daemon, so a stuck load never holds the process forever.
     """
-    thread = threading.Thread(target=warm_up, name="retrieval-kernel-warm-up", daemon=True)
+    thread = threading.Thread(target=warm_up, args=(import_chroma,), name="retrieval-kernel-warm-up", daemon=True)
     thread.start()
     atexit.register(thread.join, WARM_UP_EXIT_WAIT)
     return thread

@@ -21,7 +21,8 @@ _ROUNDING_REACH = 2 * 10.0**-DECIMALS
 
 
 @cache
-def _blas() -> ThreadpoolController:
+def blas_controller() -> ThreadpoolController:
+    """The process's BLAS thread-pool controller (finding the libraries takes a tenth of a second, once)."""
     return ThreadpoolController()
 
 
@@ -83,7 +84,7 @@ class ExactVectors:
         ids = self.ids
         # One BLAS thread: a query's product takes well under a millisecond per 10,000 rows, while
         # waking BLAS's other threads between queries cost 5-6 ms on a busy two-core machine.
-        with _blas().limit(limits=1, user_api="blas"):
+        with blas_controller().limit(limits=1, user_api="blas"):
             scores = self.matrix @ query if len(ids) else np.zeros(0, "float32")
             extra = np.stack(self._extra_rows) @ query if self._extra_rows else None
         dead = int(np.count_nonzero(self.dead))
