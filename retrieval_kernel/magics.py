@@ -14,6 +14,7 @@ and the environment are merged by :func:`retrieval_kernel.settings.resolve_setti
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -75,7 +76,9 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"%context: {message}")
 
 
+@functools.cache
 def _option_parser() -> _Parser:
+    """The ``%context`` options (built once: argparse keeps no state between parses)."""
     parser = _Parser(prog="%context", add_help=False)
     parser.add_argument("--notes", dest="notes_dir")
     parser.add_argument("--store", dest="store_dir")
