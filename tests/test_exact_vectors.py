@@ -317,6 +317,51 @@ def test_a_first_query_that_opens_chroma_during_the_warm_up_finishes(
     assert done.stdout.strip().splitlines()[-1] == "ok"
 
 
+def test_a_snapshot_brought_forward_past_many_notes_is_saved_at_the_new_state(
+    tmp_path: Path, workshop_notes: Path, monkeypatch
+) -> None:
+    """Syncs patch the vectors in memory, not the snapshot: a new process that brings the snapshot
+    forward past RESAVE_SNAPSHOT_AT notes saves it at the state, so the next one loads it as it is."""
+    import json
+    import shutil
+
+    from retrieval_kernel.projections import dense as dense_module
+    from retrieval_kernel.projections.dense import EXACT_SNAPSHOT, DenseProjection
+
+    notes, store = tmp_path / "notes", tmp_path / "store"
+    shutil.copytree(workshop_notes, notes)
+    lanes = ("identity", "lexical", "dense")
+    question = "Who approves deployments on the pager rota?"
+
+    def snapshot_high_water() -> int:
+        with np.load(store / EXACT_SNAPSHOT, allow_pickle=False) as stored:
+            return json.loads(json.loads(stored["meta"].tobytes().decode())["tag"])[3]
+
+    with Workspace(notes, store, lanes=lanes) as workspace:
+        workspace.index()
+        built = snapshot_high_water()
+        for target in sorted(notes.glob("*.md"))[:3]:
+            target.write_text(target.read_text(encoding="utf-8") + "\n## Pager\n\nThe pager rota approves.\n")
+        workspace.index()
+        state = workspace.records.projection("dense").high_water  # type: ignore[union-attr]
+        expected = workspace.query(question, as_of="2026-10-15", refresh=False).to_json()
+    assert snapshot_high_water() == built < state  # the syncs patched memory only
+    brought: list[int] = []
+    original = DenseProjection._brought_forward
+    monkeypatch.setattr(DenseProjection, "_brought_forward", lambda *a: brought.append(1) or original(*a))
+    monkeypatch.setattr(dense_module, "RESAVE_SNAPSHOT_AT", 5)  # three notes: not saved
+    with Workspace(notes, store, lanes=lanes) as workspace:
+        assert workspace.query(question, as_of="2026-10-15", refresh=False).to_json() == expected
+    assert brought == [1] and snapshot_high_water() == built
+    monkeypatch.setattr(dense_module, "RESAVE_SNAPSHOT_AT", 2)  # three notes: saved at the state
+    with Workspace(notes, store, lanes=lanes) as workspace:
+        assert workspace.query(question, as_of="2026-10-15", refresh=False).to_json() == expected
+    assert brought == [1, 1] and snapshot_high_water() == state
+    with Workspace(notes, store, lanes=lanes) as workspace:  # loaded as it is: nothing brought forward
+        assert workspace.query(question, as_of="2026-10-15", refresh=False).to_json() == expected
+    assert brought == [1, 1]
+
+
 def rounded_top_reference(scores: np.ndarray, count: int) -> list[tuple[int, float]]:
     """What search did before it rounded only the rows near the top: round every score, then keep
     the ``count`` highest and every row tied at the last place."""

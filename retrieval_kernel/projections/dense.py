@@ -69,6 +69,7 @@ EMBED_CHUNK = 1024  # passages embedded (and cached) per step of a long sync
 EARLY_NOTES = 16  # a refresh of at most this many notes embeds early (beside the lexical sync)...
 EARLY_PASSAGES = 64  # ... when they add at most this many passages the cache lacks
 EXACT_SEARCH_LIMIT = 100_000  # up to this many vectors, exact numpy search beats HNSW round trips
+RESAVE_SNAPSHOT_AT = 100  # notes brought forward into a snapshot past which it is saved again at the new state
 
 T = TypeVar("T")
 
@@ -621,7 +622,9 @@ class DenseProjection:
         """``exact``, read at an earlier change of the same collection version, with every note changed up
         to ``key``'s state given its passages' vectors from the embedding cache (the syncs that wrote them
         to Chroma put them there). ``None`` when one is missing, or a note changed again after the state
-        (its passages now are not the state's): then Chroma is read."""
+        (its passages now are not the state's): then Chroma is read. Past :data:`RESAVE_SNAPSHOT_AT` notes
+        brought forward, the result is saved as the snapshot at the state, so the work is not repeated by
+        every new process (syncs patch the vectors in memory, not the snapshot)."""
         state, collection_id = key
         store_id, snapshot_collection, version, high_water = tag[:4]
         if (store_id, snapshot_collection, version) != (self.store_id, collection_id, state.version):
@@ -635,10 +638,15 @@ class DenseProjection:
         if first & later:
             return None
         missing = self._take_cached(records, exact, sorted(first))
-        return None if missing else exact  # a passage without a vector: read Chroma (this copy is dropped)
+        if missing:
+            return None  # a passage without a vector: read Chroma (this copy is dropped)
+        if len(first) > RESAVE_SNAPSHOT_AT:
+            self._save_exact(key, exact.folded())  # the next process loads it instead of bringing it forward
+        return exact
 
     def _save_exact(self, key: tuple[ProjectionState, str], exact: ExactVectors) -> None:
-        """Keep the vectors just read from Chroma for the next process (not when the store is read-only)."""
+        """Keep ``exact`` (read from Chroma, or brought forward) as the snapshot at ``key`` for the next
+        process (not when the store is read-only)."""
         if not self.chroma.embedded:
             return
         meta = {"tag": self._exact_tag(key), "ids": exact.ids, "paths": exact.paths}

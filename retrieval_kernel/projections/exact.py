@@ -67,6 +67,12 @@ class ExactVectors:
         if len(self._extra_ids) > max(FOLD_AT, len(self.ids) // 20):
             self._fold()
 
+    def folded(self) -> ExactVectors:
+        """Itself with the dead rows dropped and the delta folded in (what a snapshot saves)."""
+        if self._extra_ids or self.dead.any():
+            self._fold()
+        return self
+
     def _fold(self) -> None:
         alive = ~self.dead
         self.ids = [pid for pid, keep in zip(self.ids, alive, strict=True) if keep] + self._extra_ids
