@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -185,7 +186,6 @@ print(json.dumps({"packet": packet.to_json(), "chromadb_imported": opened}))
 
 
 def _in_a_new_process(notes: Path, store: Path, question: str) -> dict:
-    import json
     import subprocess
     import sys
 
@@ -240,11 +240,13 @@ def test_a_damaged_chroma_store_is_not_hidden_by_the_snapshot(
         database.write_bytes(b"\xde\xad\xbe\xef" * 4096)
     result = _in_a_new_process(notes, store, "Who may approve a production deployment?")
     assert result["chromadb_imported"] is True
-    dense = next(lane for lane in __import__("json").loads(result["packet"])["lanes"] if lane["name"] == "dense")
+    dense = next(lane for lane in json.loads(result["packet"])["lanes"] if lane["name"] == "dense")
     assert dense["status"] == "ok" and dense["index_version"] > version
 
 
-def test_a_sync_after_a_snapshot_first_answer_patches_the_same_vectors(tmp_path: Path, workshop_notes: Path) -> None:
+def test_a_sync_after_a_snapshot_first_answer_patches_the_same_vectors(
+    tmp_path: Path, workshop_notes: Path, monkeypatch
+) -> None:
     """Vectors taken from the snapshot before Chroma was opened are the collection's: a later sync
     (which opens Chroma) patches them in place, and the answers equal a fresh read's."""
     import shutil
@@ -259,20 +261,15 @@ def test_a_sync_after_a_snapshot_first_answer_patches_the_same_vectors(tmp_path:
         workspace.index()
     reads: list[int] = []
     original = DenseProjection._all_vectors
-    DenseProjection._all_vectors = lambda *args: reads.append(1) or original(*args)  # type: ignore[method-assign]
-    try:
-        with Workspace(notes, store, lanes=lanes) as workspace:
-            workspace.query(question, as_of="2026-10-15", refresh=False)
-            assert workspace.dense._checked is None  # answered without opening Chroma
-            target = sorted(notes.glob("*.md"))[0]
-            target.write_text(
-                target.read_text(encoding="utf-8") + "\n## Pager\n\nThe pager rota approves deployments.\n"
-            )
-            workspace.index()  # a sync: opens and verifies Chroma, patches the vectors in memory
-            patched = workspace.query(question, as_of="2026-10-15", refresh=False).to_json()
-        assert reads == []
-    finally:
-        DenseProjection._all_vectors = original  # type: ignore[method-assign]
+    monkeypatch.setattr(DenseProjection, "_all_vectors", lambda *args: reads.append(1) or original(*args))
+    with Workspace(notes, store, lanes=lanes) as workspace:
+        workspace.query(question, as_of="2026-10-15", refresh=False)
+        assert workspace.dense._checked is None  # answered without opening Chroma
+        target = sorted(notes.glob("*.md"))[0]
+        target.write_text(target.read_text(encoding="utf-8") + "\n## Pager\n\nThe pager rota approves deployments.\n")
+        workspace.index()  # a sync: opens and verifies Chroma, patches the vectors in memory
+        patched = workspace.query(question, as_of="2026-10-15", refresh=False).to_json()
+    assert reads == []
     (store / EXACT_SNAPSHOT).unlink()
     with Workspace(notes, store, lanes=lanes) as workspace:
         assert workspace.query(question, as_of="2026-10-15", refresh=False).to_json() == patched
@@ -322,7 +319,6 @@ def test_a_snapshot_brought_forward_past_many_notes_is_saved_at_the_new_state(
 ) -> None:
     """Syncs patch the vectors in memory, not the snapshot: a new process that brings the snapshot
     forward past RESAVE_SNAPSHOT_AT notes saves it at the state, so the next one loads it as it is."""
-    import json
     import shutil
 
     from retrieval_kernel.projections import dense as dense_module
