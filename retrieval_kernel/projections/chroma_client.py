@@ -36,7 +36,7 @@ from ..errors import (
     ChromaServerError,
     EmbeddedStoreUnreadableError,
 )
-from .embedding import CHROMA_IMPORT, go_offline, import_chromadb_quickly
+from .embedding import go_offline, import_chromadb_quickly
 
 EMBEDDED = "embedded"
 DEFAULT_PORT = 8000
@@ -198,8 +198,7 @@ def open_embedded(folder: Path) -> Any:
     """A ``PersistentClient`` under ``folder``, telemetry off."""
     go_offline()
     try:
-        with CHROMA_IMPORT:
-            import_chromadb_quickly()
+        import_chromadb_quickly()  # under its lock: whole, whatever another thread is importing
         from chromadb import PersistentClient
         from chromadb.config import Settings
 
@@ -251,8 +250,7 @@ def open_server(settings: ChromaSettings) -> Any:
     """An ``HttpClient`` for ``settings.url`` with timeouts set, after a heartbeat shows the server is up."""
     heartbeat(settings)  # with a timeout: HttpClient's own first requests have none
     go_offline()
-    with CHROMA_IMPORT:
-        import_chromadb_quickly()
+    import_chromadb_quickly()  # under its lock: whole, whatever another thread is importing
     import chromadb
     import httpx
     from chromadb.config import DEFAULT_DATABASE, DEFAULT_TENANT, Settings

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from .embedding import CHROMA_IMPORT, DEFAULT_EMBEDDER, Embedder, go_offline, import_chromadb_quickly, load_embedder
+from .embedding import DEFAULT_EMBEDDER, Embedder, go_offline, import_chromadb_quickly, load_embedder
 
 go_offline()  # before chromadb is imported: no telemetry, no hub downloads
-with CHROMA_IMPORT:
-    import_chromadb_quickly()
-    from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
-    from chromadb.utils.embedding_functions import register_embedding_function
+import_chromadb_quickly()  # under its lock: whole, whatever another thread is importing
+from chromadb.api.types import Documents, EmbeddingFunction, Embeddings  # noqa: E402
+from chromadb.utils.embedding_functions import register_embedding_function  # noqa: E402
 
 
 @register_embedding_function

@@ -42,7 +42,7 @@ from ..errors import StaleCollectionError
 from ..store.progress import SILENT
 from ..store.records import ProjectionState, RecordStore, utc_now
 from .chroma_client import ChromaConnection, ChromaSettings, forget_embedded
-from .embedding import CHROMA_IMPORT, DEFAULT_EMBEDDER, Embedder, go_offline, import_chromadb_quickly, load_embedder
+from .embedding import DEFAULT_EMBEDDER, Embedder, go_offline, import_chromadb_quickly, load_embedder
 from .exact import ExactVectors
 
 NAME = "dense"
@@ -94,9 +94,9 @@ def _looks_like_sqlite(path: Path) -> bool:
 
 def _chroma_errors() -> tuple[type[Exception], type[Exception]]:
     """chromadb's ``(NotFoundError, ChromaError)``, importing chromadb (the quick way) if it is not yet."""
-    with CHROMA_IMPORT:
-        import_chromadb_quickly()
-        from chromadb.errors import ChromaError, NotFoundError
+    import_chromadb_quickly()  # under its lock: whole, whatever another thread is importing
+    from chromadb.errors import ChromaError, NotFoundError
+
     return NotFoundError, ChromaError
 
 
@@ -484,7 +484,8 @@ class DenseProjection:
         if self._exact is not None and self._exact_serves(state, key[1]):
             return self._exact[1]
         self._unembedded = {}
-        exact = self._load_exact(key, records)
+        loaded = self._load_exact(state, key[1], records)
+        exact = loaded[1] if loaded else None
         if exact is None:
             count = self._on(collection, "count vectors", lambda c: c.count())
             if count > EXACT_SEARCH_LIMIT:
@@ -510,23 +511,14 @@ class DenseProjection:
             return None
         if self._exact is not None:
             return self._exact[1] if self._exact_serves(state, self._exact[0][1]) else None
-        collection_id = self._snapshot_collection()
-        if collection_id is None or not _looks_like_sqlite(self.folder / CHROMA_DATABASE):
+        if not _looks_like_sqlite(self.folder / CHROMA_DATABASE):
             return None
         self._unembedded = {}
-        exact = self._load_exact((state, collection_id), records)
-        if exact is not None:
-            self._exact = ((state, collection_id), exact)
-        return exact
-
-    def _snapshot_collection(self) -> str | None:
-        """The id of the collection the snapshot's vectors were read from (``None``: no readable snapshot)."""
-        try:
-            with np.load(self._exact_path, allow_pickle=False) as stored:
-                tag = json.loads(json.loads(stored["meta"].tobytes().decode())["tag"])
-        except (OSError, ValueError, KeyError, TypeError):
+        loaded = self._load_exact(state, None, records)
+        if loaded is None:
             return None
-        return tag[1] if isinstance(tag, list) and len(tag) > 1 and isinstance(tag[1], str) else None
+        self._exact = loaded
+        return loaded[1]
 
     def _exact_serves(self, state: ProjectionState, collection_id: str) -> bool:
         """Whether the vectors in memory answer for ``state``: read at it, or at the same version and
@@ -597,22 +589,32 @@ class DenseProjection:
         state, collection_id = key
         return json.dumps([self.store_id, collection_id, state.version, state.high_water, state.built_at])
 
-    def _load_exact(self, key: tuple[ProjectionState, str], records: RecordStore | None = None) -> ExactVectors | None:
-        """The snapshot of the vectors read at ``key``, or at an earlier state of the same collection
-        brought forward with ``records`` (``None``: none, another collection's, or unreadable)."""
+    def _load_exact(
+        self, state: ProjectionState, collection_id: str | None, records: RecordStore | None = None
+    ) -> tuple[tuple[ProjectionState, str], ExactVectors] | None:
+        """The snapshot of the vectors read at ``state`` of collection ``collection_id`` (``None``: the
+        collection the snapshot names, unchecked), or at an earlier state of it brought forward with
+        ``records``; with the key it serves. ``None``: none, another collection's, or unreadable."""
         path = self._exact_path
         if not self.chroma.embedded or not path.exists():
             return None
         try:
             with np.load(path, allow_pickle=False) as stored:
                 meta = json.loads(stored["meta"].tobytes().decode())
-                current = meta.get("tag") == self._exact_tag(key)
+                tag = json.loads(meta["tag"])
+                if collection_id is None:
+                    if not (isinstance(tag, list) and len(tag) > 1 and isinstance(tag[1], str)):
+                        return None
+                    collection_id = tag[1]
+                key = (state, collection_id)
+                current = meta["tag"] == self._exact_tag(key)
                 if not current and records is None:
                     return None
                 exact = ExactVectors(meta["ids"], meta["paths"], stored["matrix"])
             if current or records is None:
-                return exact
-            return self._brought_forward(key, json.loads(meta["tag"]), exact, records)
+                return key, exact
+            brought = self._brought_forward(key, tag, exact, records)
+            return (key, brought) if brought is not None else None
         except (OSError, ValueError, KeyError, TypeError):  # damaged: read from Chroma again
             return None
 

@@ -251,10 +251,9 @@ def warm_up(import_chroma: bool = False) -> None:
     if not import_chroma:
         return
     with contextlib.suppress(Exception):
-        with CHROMA_IMPORT:
-            import_chromadb_quickly()
-        # Outside the lock: a query importing this module holds the module's import lock, then takes
-        # CHROMA_IMPORT; taking them here in the other order would deadlock the two threads.
+        import_chromadb_quickly()
+        # After the lock is released: a query importing this module holds the module's import lock,
+        # then takes CHROMA_IMPORT; taking them here in the other order would deadlock the two threads.
         from . import chroma_function  # noqa: F401  # our embedding function
 
 
