@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,39 @@ def brute(rows: dict[str, np.ndarray], vector: np.ndarray, limit: int) -> list[s
 
 def ordered(hits: list[tuple[str, float]]) -> list[str]:
     return [pid for _, pid in sorted((-score, pid) for pid, score in hits)]
+
+
+LANES = ("identity", "lexical", "dense")
+PAGER = "\n## Pager\n\nThe pager rota approves deployments.\n"
+
+
+def copied_notes(tmp_path: Path, workshop_notes: Path) -> tuple[Path, Path]:
+    """A copy of the workshop notes, and a store folder beside it (not made yet)."""
+    notes = tmp_path / "notes"
+    shutil.copytree(workshop_notes, notes)
+    return notes, tmp_path / "store"
+
+
+def indexed_copy(tmp_path: Path, workshop_notes: Path) -> tuple[Path, Path]:
+    """A copy of the workshop notes, indexed with every lane into the store beside it."""
+    notes, store = copied_notes(tmp_path, workshop_notes)
+    with Workspace(notes, store, lanes=LANES) as workspace:
+        workspace.index()
+    return notes, store
+
+
+def add_section(note: Path, text: str = PAGER) -> None:
+    note.write_text(note.read_text(encoding="utf-8") + text, encoding="utf-8")
+
+
+def count_chroma_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """One entry for every read of all the vectors back from Chroma."""
+    from retrieval_kernel.projections.dense import DenseProjection
+
+    reads: list[int] = []
+    original = DenseProjection._all_vectors
+    monkeypatch.setattr(DenseProjection, "_all_vectors", lambda *args: reads.append(1) or original(*args))
+    return reads
 
 
 @pytest.mark.parametrize("fold_at", [2, 1000])
@@ -49,19 +83,16 @@ def test_patched_vectors_search_like_brute_force(monkeypatch, fold_at: int) -> N
 
 
 def test_a_refresh_carries_the_vectors_over_without_reading_them_back(tmp_path: Path, workshop_notes: Path) -> None:
-    import shutil
-
-    notes = tmp_path / "notes"
-    shutil.copytree(workshop_notes, notes)
+    notes, _ = copied_notes(tmp_path, workshop_notes)
     question = "Who may approve a production deployment?"
-    with Workspace(notes, tmp_path / "store", lanes=("identity", "lexical", "dense")) as workspace:
+    with Workspace(notes, tmp_path / "store", lanes=LANES) as workspace:
         workspace.index()
         workspace.query(question, as_of="2026-10-15")
         dense = workspace.dense
         before = dense._exact
         assert before is not None
         target = sorted(notes.glob("*.md"))[0]
-        target.write_text(target.read_text(encoding="utf-8") + "\n## Pager\n\nThe pager rota approves deployments.\n")
+        add_section(target)
         (notes / sorted(p.name for p in notes.glob("*.md"))[1]).unlink()
         reads: list[int] = []
         original = dense._all_vectors
@@ -113,23 +144,17 @@ def test_vectors_are_read_back_in_pages_past_sqlites_variable_limit(tmp_path: Pa
 def test_a_new_process_at_the_same_state_loads_the_vectors_instead_of_reading_chroma(
     tmp_path: Path, workshop_notes: Path, monkeypatch
 ) -> None:
-    import shutil
+    from retrieval_kernel.projections.dense import EXACT_SNAPSHOT
 
-    from retrieval_kernel.projections.dense import EXACT_SNAPSHOT, DenseProjection
-
-    notes, store = tmp_path / "notes", tmp_path / "store"
-    shutil.copytree(workshop_notes, notes)
+    notes, store = copied_notes(tmp_path, workshop_notes)
     questions = ["Who may approve a production deployment?", "How is ownership of a record decided?"]
-    lanes = ("identity", "lexical", "dense")
-    reads: list[int] = []
-    original = DenseProjection._all_vectors
-    monkeypatch.setattr(DenseProjection, "_all_vectors", lambda *args: reads.append(1) or original(*args))
+    reads = count_chroma_reads(monkeypatch)
 
     def answers() -> list[str]:
-        with Workspace(notes, store, lanes=lanes) as workspace:
+        with Workspace(notes, store, lanes=LANES) as workspace:
             return [workspace.query(q, as_of="2026-10-15").to_json() for q in questions]
 
-    with Workspace(notes, store, lanes=lanes) as workspace:
+    with Workspace(notes, store, lanes=LANES) as workspace:
         workspace.index()
     assert (store / EXACT_SNAPSHOT).exists()  # the build kept the vectors it wrote
     first = answers()
@@ -138,7 +163,7 @@ def test_a_new_process_at_the_same_state_loads_the_vectors_instead_of_reading_ch
     assert answers() == first and len(reads) == 1  # read from Chroma: the same answers
     assert answers() == first and len(reads) == 1  # loaded, not read back
     target = sorted(notes.glob("*.md"))[0]
-    target.write_text(target.read_text(encoding="utf-8") + "\n## Pager\n\nThe pager rota approves deployments.\n")
+    add_section(target)
     edited = answers()  # answers from the loaded vectors brought forward in memory; closing writes Chroma
     assert len(reads) == 1 and edited != first
     settled = answers()  # another state: the snapshot brought forward from the embedding cache
@@ -152,25 +177,19 @@ def test_a_new_process_at_the_same_state_loads_the_vectors_instead_of_reading_ch
 def test_a_snapshot_is_read_from_chroma_when_a_changed_notes_vector_is_missing(
     tmp_path: Path, workshop_notes: Path, monkeypatch
 ) -> None:
-    import shutil
+    from retrieval_kernel.projections.dense import CACHE_NAME
 
-    from retrieval_kernel.projections.dense import CACHE_NAME, DenseProjection
-
-    notes, store = tmp_path / "notes", tmp_path / "store"
-    shutil.copytree(workshop_notes, notes)
-    lanes = ("identity", "lexical", "dense")
+    notes, store = copied_notes(tmp_path, workshop_notes)
     question = "Who may approve a production deployment?"
-    with Workspace(notes, store, lanes=lanes) as workspace:
+    with Workspace(notes, store, lanes=LANES) as workspace:
         workspace.index()
         target = sorted(notes.glob("*.md"))[0]
-        target.write_text(target.read_text(encoding="utf-8") + "\n## Pager\n\nThe pager rota approves deployments.\n")
+        add_section(target)
         workspace.refresh()
         expected = workspace.query(question, as_of="2026-10-15").to_json()
     (store / CACHE_NAME).unlink()  # the cache lost the edited note's vectors: bringing forward cannot work
-    reads: list[int] = []
-    original = DenseProjection._all_vectors
-    monkeypatch.setattr(DenseProjection, "_all_vectors", lambda *args: reads.append(1) or original(*args))
-    with Workspace(notes, store, lanes=lanes) as workspace:
+    reads = count_chroma_reads(monkeypatch)
+    with Workspace(notes, store, lanes=LANES) as workspace:
         assert workspace.query(question, as_of="2026-10-15", refresh=False).to_json() == expected
     assert len(reads) == 1
 
@@ -202,15 +221,10 @@ def _in_a_new_process(notes: Path, store: Path, question: str) -> dict:
 def test_a_new_process_answers_from_the_snapshot_without_importing_chroma(tmp_path: Path, workshop_notes: Path) -> None:
     """The snapshot answers for the state it names: a fresh process's first query neither imports
     chromadb nor opens Chroma, and answers as a process that read the vectors from Chroma does."""
-    import shutil
-
     from retrieval_kernel.projections.dense import EXACT_SNAPSHOT
 
-    notes, store = tmp_path / "notes", tmp_path / "store"
-    shutil.copytree(workshop_notes, notes)
+    notes, store = indexed_copy(tmp_path, workshop_notes)
     question = "Who may approve a production deployment?"
-    with Workspace(notes, store, lanes=("identity", "lexical", "dense")) as workspace:
-        workspace.index()
     fast = _in_a_new_process(notes, store, question)
     assert fast["chromadb_imported"] is False
     (store / EXACT_SNAPSHOT).unlink()  # no snapshot: the vectors are read from Chroma
@@ -226,12 +240,8 @@ def test_a_damaged_chroma_store_is_not_hidden_by_the_snapshot(
 ) -> None:
     """With Chroma's database gone or overwritten, the snapshot is not taken: Chroma is opened, the
     damage found and the collection rebuilt from the record store, as without a snapshot."""
-    import shutil
-
-    notes, store = tmp_path / "notes", tmp_path / "store"
-    shutil.copytree(workshop_notes, notes)
-    with Workspace(notes, store, lanes=("identity", "lexical", "dense")) as workspace:
-        workspace.index()
+    notes, store = indexed_copy(tmp_path, workshop_notes)
+    with Workspace(notes, store, lanes=LANES) as workspace:
         version = workspace.records.projection("dense").version  # type: ignore[union-attr]
     database = store / "dense" / "chroma.sqlite3"
     if damage == "deleted":
@@ -249,29 +259,21 @@ def test_a_sync_after_a_snapshot_first_answer_patches_the_same_vectors(
 ) -> None:
     """Vectors taken from the snapshot before Chroma was opened are the collection's: a later sync
     (which opens Chroma) patches them in place, and the answers equal a fresh read's."""
-    import shutil
+    from retrieval_kernel.projections.dense import EXACT_SNAPSHOT
 
-    from retrieval_kernel.projections.dense import EXACT_SNAPSHOT, DenseProjection
-
-    notes, store = tmp_path / "notes", tmp_path / "store"
-    shutil.copytree(workshop_notes, notes)
-    lanes = ("identity", "lexical", "dense")
+    notes, store = indexed_copy(tmp_path, workshop_notes)
     question = "Who approves deployments on the pager rota?"
-    with Workspace(notes, store, lanes=lanes) as workspace:
-        workspace.index()
-    reads: list[int] = []
-    original = DenseProjection._all_vectors
-    monkeypatch.setattr(DenseProjection, "_all_vectors", lambda *args: reads.append(1) or original(*args))
-    with Workspace(notes, store, lanes=lanes) as workspace:
+    reads = count_chroma_reads(monkeypatch)
+    with Workspace(notes, store, lanes=LANES) as workspace:
         workspace.query(question, as_of="2026-10-15", refresh=False)
         assert workspace.dense._checked is None  # answered without opening Chroma
         target = sorted(notes.glob("*.md"))[0]
-        target.write_text(target.read_text(encoding="utf-8") + "\n## Pager\n\nThe pager rota approves deployments.\n")
+        add_section(target)
         workspace.index()  # a sync: opens and verifies Chroma, patches the vectors in memory
         patched = workspace.query(question, as_of="2026-10-15", refresh=False).to_json()
     assert reads == []
     (store / EXACT_SNAPSHOT).unlink()
-    with Workspace(notes, store, lanes=lanes) as workspace:
+    with Workspace(notes, store, lanes=LANES) as workspace:
         assert workspace.query(question, as_of="2026-10-15", refresh=False).to_json() == patched
 
 
@@ -293,16 +295,12 @@ def test_a_first_query_that_opens_chroma_during_the_warm_up_finishes(
 ) -> None:
     """No snapshot: the first query imports and opens Chroma while the warm-up thread may be importing
     it too. The two threads take the import locks in one order (a deadlock hung this query once)."""
-    import shutil
     import subprocess
     import sys
 
     from retrieval_kernel.projections.dense import EXACT_SNAPSHOT
 
-    notes, store = tmp_path / "notes", tmp_path / "store"
-    shutil.copytree(workshop_notes, notes)
-    with Workspace(notes, store, lanes=("identity", "lexical", "dense")) as workspace:
-        workspace.index()
+    notes, store = indexed_copy(tmp_path, workshop_notes)
     (store / EXACT_SNAPSHOT).unlink()
     done = subprocess.run(
         [sys.executable, "-c", _OPENS_CHROMA_DURING_WARM_UP, str(notes), str(store), str(pause)],
@@ -319,25 +317,21 @@ def test_a_snapshot_brought_forward_past_many_notes_is_saved_at_the_new_state(
 ) -> None:
     """Syncs patch the vectors in memory, not the snapshot: a new process that brings the snapshot
     forward past RESAVE_SNAPSHOT_AT notes saves it at the state, so the next one loads it as it is."""
-    import shutil
-
     from retrieval_kernel.projections import dense as dense_module
     from retrieval_kernel.projections.dense import EXACT_SNAPSHOT, DenseProjection
 
-    notes, store = tmp_path / "notes", tmp_path / "store"
-    shutil.copytree(workshop_notes, notes)
-    lanes = ("identity", "lexical", "dense")
+    notes, store = copied_notes(tmp_path, workshop_notes)
     question = "Who approves deployments on the pager rota?"
 
     def snapshot_high_water() -> int:
         with np.load(store / EXACT_SNAPSHOT, allow_pickle=False) as stored:
             return json.loads(json.loads(stored["meta"].tobytes().decode())["tag"])[3]
 
-    with Workspace(notes, store, lanes=lanes) as workspace:
+    with Workspace(notes, store, lanes=LANES) as workspace:
         workspace.index()
         built = snapshot_high_water()
         for target in sorted(notes.glob("*.md"))[:3]:
-            target.write_text(target.read_text(encoding="utf-8") + "\n## Pager\n\nThe pager rota approves.\n")
+            add_section(target, "\n## Pager\n\nThe pager rota approves.\n")
         workspace.index()
         state = workspace.records.projection("dense").high_water  # type: ignore[union-attr]
         expected = workspace.query(question, as_of="2026-10-15", refresh=False).to_json()
@@ -346,14 +340,14 @@ def test_a_snapshot_brought_forward_past_many_notes_is_saved_at_the_new_state(
     original = DenseProjection._brought_forward
     monkeypatch.setattr(DenseProjection, "_brought_forward", lambda *a: brought.append(1) or original(*a))
     monkeypatch.setattr(dense_module, "RESAVE_SNAPSHOT_AT", 5)  # three notes: not saved
-    with Workspace(notes, store, lanes=lanes) as workspace:
+    with Workspace(notes, store, lanes=LANES) as workspace:
         assert workspace.query(question, as_of="2026-10-15", refresh=False).to_json() == expected
     assert brought == [1] and snapshot_high_water() == built
     monkeypatch.setattr(dense_module, "RESAVE_SNAPSHOT_AT", 2)  # three notes: saved at the state
-    with Workspace(notes, store, lanes=lanes) as workspace:
+    with Workspace(notes, store, lanes=LANES) as workspace:
         assert workspace.query(question, as_of="2026-10-15", refresh=False).to_json() == expected
     assert brought == [1, 1] and snapshot_high_water() == state
-    with Workspace(notes, store, lanes=lanes) as workspace:  # loaded as it is: nothing brought forward
+    with Workspace(notes, store, lanes=LANES) as workspace:  # loaded as it is: nothing brought forward
         assert workspace.query(question, as_of="2026-10-15", refresh=False).to_json() == expected
     assert brought == [1, 1]
 
