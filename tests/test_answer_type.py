@@ -10,6 +10,7 @@ import pytest
 from retrieval_kernel import Workspace
 from retrieval_kernel.pipeline.answer_type import (
     PassageText,
+    asked_role,
     asked_type,
     counted_thing,
     counts,
@@ -49,7 +50,12 @@ AS_OF = "2026-11-30"
         ("What's the minimum gap between two donations?", "duration"),
         ("At what times are items fetched from the strongroom?", "clock"),
         ("What number do people ring for the home service?", "phone"),
-        ("Who approves a production deployment?", None),
+        ("Who approves a production deployment?", None),  # a role or a name may answer: left to the other signals
+        ("Who is the duty manager today?", "person"),
+        ("What is the name of the purchasing clerk?", "person"),
+        ("Can a woman who's pregnant give blood?", None),  # "who" inside a clause asks for nobody
+        ("Who is allowed to sign a parts order?", None),
+        ("Who's in charge of customer services?", None),
         ("How do I put a banner on the website?", None),
     ],
 )
@@ -168,3 +174,45 @@ def test_a_count_of_something_the_notes_name_but_never_count_is_unstated() -> No
     assert unstated(question, _idf(question), [named, counted]) is None
     other = _read("After snow, two keepers check every big cat enclosure together.", "Big cats")
     assert unstated(question, _idf(question), [other]) is None  # leopards never named here: left to the other rules
+
+
+@pytest.mark.parametrize(
+    ("question", "role"),
+    [
+        ("Who is the duty manager today?", {"duti", "manag"}),
+        ("Who is the stores clerk at Fennick?", {"store", "clerk"}),
+        ("Who's our account contact at Northgate Chemicals?", {"account", "contact"}),
+        ("Who is Maren Oduya's deputy as workshop lead?", {"maren", "oduya", "deputi"}),
+        ("What is the name of the purchasing clerk who owns our supplier records?", {"purchas", "clerk"}),
+        ("How long are search logs kept?", set()),
+    ],
+)
+def test_the_asked_role_is_the_words_after_who_is(question: str, role: set[str]) -> None:
+    assert asked_role(question) == role
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("The Moyleford depot manager is Declan Feehily.", True),
+        ("Ask Seán O\u2019Brien or Mary McAllister.", True),
+        ("The duty manager can stand the park down from Code Amber.", False),  # a code, not a person
+        ("See the Staff Hub for the rota. On Monday March 3 it moves.", False),
+        ("Duty manager on channel 1, head keeper on channel 3.", False),
+    ],
+)
+def test_a_name_is_two_capitalised_words_that_are_not_sentence_openers(text: str, named: bool) -> None:
+    person = asked_type("Who is the depot manager?")
+    assert person is not None and person.name == "person"
+    assert bool(stating_sentences(text, person)) is named
+
+
+def test_a_name_beside_another_role_does_not_answer_who_holds_this_one() -> None:
+    question = "Who is the duty manager today?"
+    role_only = _read("One duty manager is on shift from 05:00 until the last bus is back.", "Duty manager")
+    other_role = _read("Ruairi Concannon is the customer services manager.", "Who is who")
+    assert unstated(question, _idf(question), [role_only, other_role]) is not None
+    named = _read("Today's duty manager is Aoife Kelly, on the control room phone.", "Daily status")
+    assert unstated(question, _idf(question), [role_only, named]) is None
+    headed = _read("Aoife Kelly until 14:30, then Tomas Reilly.", "Duty manager")  # the role in the heading
+    assert unstated(question, _idf(question), [headed]) is None

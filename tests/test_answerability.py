@@ -14,7 +14,7 @@ import yaml
 
 from retrieval_kernel import Workspace
 from retrieval_kernel.corpus.facts import NoteFacts
-from retrieval_kernel.pipeline.answer_type import value_kind
+from retrieval_kernel.pipeline.answer_type import answers_asked, value_kind
 from retrieval_kernel.pipeline.answerability import (
     MODEL_FILE,
     PASSAGE_FEATURES,
@@ -278,6 +278,7 @@ def test_a_question_asking_another_kind_of_value_than_the_contested_one_is_answe
     [
         ("reading_room_items_at_once", [4, 3], "number"),
         ("home_delivery_interval_weeks", [3, 4], "duration"),
+        ("driver_sign_on_minutes", [10, 15], "hours"),  # minutes or hours: a length of time or a time of day
         ("lost_item_processing_fee_eur", [5, 7.5], "money"),
         ("deposit_pct", [20, 25], "percent"),
         ("branch.opens", ["09:30", "10:00"], "clock"),
@@ -288,3 +289,18 @@ def test_a_question_asking_another_kind_of_value_than_the_contested_one_is_answe
 )
 def test_a_facts_value_kind_comes_from_its_key_or_its_values(key: str, values: list[object], kind: str | None) -> None:
     assert value_kind(key, values) == kind
+
+
+@pytest.mark.parametrize(
+    ("asked", "value", "answers"),
+    [
+        ("clock", "duration", False),  # "what times do the inspection slots start" is not an interval in weeks
+        ("clock", "hours", True),
+        ("duration", "hours", True),
+        ("duration", "duration", True),
+        ("count", "duration", False),
+        ("money", None, True),  # unknown: may answer
+    ],
+)
+def test_an_asked_type_is_answered_only_by_value_kinds_it_can_be(asked: str, value: str | None, answers: bool) -> None:
+    assert answers_asked(asked, value) is answers

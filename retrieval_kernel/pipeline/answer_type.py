@@ -40,6 +40,19 @@ _MEASURE_UNIT = (
     r"(?:°|deg\b|degrees|c\b|f\b|w\b|watts?\b|kw\b|mph\b|km/?h\b|kph\b|knots?\b|kts\b|kn\b|m/s\b|m\b|metres?\b|"
     r"meters?\b|cm\b|mm\b|km\b|kg\b|g\b|tonnes?\b|t\b|lbs?\b|bar\b|psi\b|v\b|volts?\b|ft\b|feet\b|inch(?:es)?\b)"
 )
+# "Who is the depot manager?" asks for the person in a role: a name ("Declan Feehily"), not the role's description.
+_WHO_IS = (  # "who" opening a clause, asking who holds something ("can a woman who's pregnant ..." does not)
+    r"(?:^\s*|[,.;:!?]\s+|\b(?:and|but|so)\s+)who(?:'s| is| are| was)\s+"
+    r"(?!(?:allowed|able|responsible|supposed|going|meant|in|on|at|to|not|there|it|that)\b)"
+)
+_NOT_NAMES = (  # capitalised at a sentence's start or in a heading, never a name's part
+    "The|A|An|Our|Your|Their|Its|His|Her|This|That|These|Those|Each|Every|All|Any|Some|No|If|When|On|In|At|For|From|To|"
+    "By|With|And|Or|But|As|Ask|Call|Ring|See|Email|Contact|Staff|Team|Duty|Manager|Head|Chief|Code|Level|Stage|"
+    "Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday|January|February|March|April|May|June|July|August|"
+    "September|October|November|December"
+)
+_NAME_WORD = rf"(?!(?:{_NOT_NAMES})\b)(?:O['\u2019])?(?:Mc|Mac)?[A-Z][a-zà-ÿ'\u2019]+(?:-[A-Z][a-zà-ÿ'\u2019]+)?"
+_NAME = rf"(?-i:\b{_NAME_WORD}(?:\s+{_NAME_WORD})+\b)"  # two capitalised words in a row: "Declan Feehily"
 _WEEKDAY = r"(?:mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|saturdays?|sundays?|weekdays?|weekends?)"
 
 
@@ -95,6 +108,12 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         "a web address",
         r"\burl\b|\bweb address\b|\bwhat link\b|\bwhich link\b|\bwhat (?:is|'s) the (?:web ?site|address)\b",
         r"https?://|\bwww\.|\b[\w-]+\.(?:com|org|net|io|co\.uk|internal|local)\b",
+    ),
+    _type(
+        "person",
+        "a person's name",
+        _WHO_IS + r"|\bwhat(?:'s| is) the name of\b",
+        _NAME,
     ),
     _type(
         "age",
@@ -244,6 +263,41 @@ def counted_thing(question: str) -> str | None:
     return terms[-1]
 
 
+_ROLE = re.compile(
+    _WHO_IS + r"((?:[\w'\u2019-]+\s*){1,6})|\bname of ((?:[\w'\u2019-]+\s*){1,5})",
+    re.IGNORECASE,
+)
+_ENDS_ROLE = frozenset(
+    re.findall(
+        r"\S+",
+        "and or at for in on of as by to from with under over about who that which this today tonight tomorrow now "
+        "currently covering week weekend year month please if when",
+    )
+)
+
+_POSSESSIVES = frozenset(analyze("our my your their his her its"))
+
+
+def asked_role(question: str) -> frozenset[str]:
+    """The index terms of the role whose holder a question asks for ("who is the stores clerk at Fennick" ->
+    ``store``, ``clerk``); empty when it names none."""
+    found = _ROLE.search(question)
+    if found is None:
+        return frozenset()
+    words: list[str] = []
+    for word in next(group for group in found.groups() if group is not None).split():
+        if word.lower().strip("?.,!") in _ENDS_ROLE:
+            break
+        words.append(word.strip("?.,!"))
+    return frozenset(term for word in words for term in analyze(word)) - _POSSESSIVES
+
+
+def names_role(text: str, context: Set[str], role: Set[str]) -> bool:
+    """Whether a sentence of ``text`` names a person and, with the heading path (``context``), the whole ``role``."""
+    person = next(kind for kind in ANSWER_TYPES if kind.name == "person")
+    return any(role <= context | set(analyze(sentence)) for sentence in stating_sentences(text, person))
+
+
 def counts(text: str, term: str) -> bool:
     """Whether a sentence of ``text`` puts a number on ``term``: "40 parking spaces", "a team of four"."""
     for sentence in _SENTENCE_END.split(text):
@@ -268,6 +322,7 @@ def counts(text: str, term: str) -> bool:
 # What a stated fact's value is (an asserted key and its values), and which asked types it can answer.
 _DURATION_WORDS = frozenset(analyze("seconds minutes hours days weeks months years interval period"))
 _KEY_UNITS = (  # the first kind whose words the key holds; "response_time_minutes" is a length of time
+    ("hours", frozenset(analyze("hours hour minutes minute"))),  # a length of time, or a time of day in hours
     ("duration", _DURATION_WORDS),
     ("percent", frozenset(analyze("pct percent percentage share"))),  # "deposit_pct" is a share
     ("money", frozenset(analyze("eur euro gbp usd price fee cost charge deposit fare"))),
@@ -280,8 +335,8 @@ ANSWERED_BY: dict[str, frozenset[str]] = {  # asked type -> the value kinds that
     "money": frozenset({"money", "percent", "number"}),
     "percent": frozenset({"percent", "money", "number"}),
     "count": frozenset({"number"}),
-    "duration": frozenset({"duration", "number"}),
-    "clock": frozenset({"clock", "duration"}),  # "opening_hour: 9" reads as hours
+    "duration": frozenset({"duration", "hours", "number"}),
+    "clock": frozenset({"clock", "hours"}),  # "opening_hour: 9" reads as hours; an interval in weeks never as a time
     "date": frozenset({"date"}),
     "age": frozenset({"number", "duration"}),
     "measurement": frozenset({"number"}),
@@ -339,4 +394,7 @@ def unstated(question: str, idf: Mapping[str, float], leading: Sequence[PassageT
     counted = counted_thing(question) if kind.name == "count" else None
     if counted and any(counted in p.holds for p in leading) and not any(counts(p.text, counted) for p in stating):
         return kind  # the notes name what is counted and never put a number on it
+    role = asked_role(question) if kind.name == "person" else None
+    if role and not any(names_role(p.text, p.context, role) for p in stating):
+        return kind  # names appear, none beside the role asked about
     return None
