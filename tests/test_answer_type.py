@@ -183,6 +183,7 @@ def test_a_count_of_something_the_notes_name_but_never_count_is_unstated() -> No
         ("Who is the stores clerk at Fennick?", {"store", "clerk"}),
         ("Who's our account contact at Northgate Chemicals?", {"account", "contact"}),
         ("Who is Maren Oduya's deputy as workshop lead?", {"maren", "oduya", "deputi"}),
+        ("Who is the head of wardrobe?", {"head", "wardrob"}),
         ("What is the name of the purchasing clerk who owns our supplier records?", {"purchas", "clerk"}),
         ("How long are search logs kept?", set()),
     ],
@@ -216,3 +217,8 @@ def test_a_name_beside_another_role_does_not_answer_who_holds_this_one() -> None
     assert unstated(question, _idf(question), [role_only, named]) is None
     headed = _read("Aoife Kelly until 14:30, then Tomas Reilly.", "Duty manager")  # the role in the heading
     assert unstated(question, _idf(question), [headed]) is None
+    lead = "Who is the Designated Safeguarding Lead?"
+    capitalised = _read("Concerns go to the Designated Safeguarding Lead within 24 hours.", "Safeguarding")
+    assert unstated(lead, _idf(lead), [capitalised]) is not None  # the role's own capitals name nobody
+    held = _read("Nuala Breen is the Designated Safeguarding Lead.", "Safeguarding")
+    assert unstated(lead, _idf(lead), [held]) is None

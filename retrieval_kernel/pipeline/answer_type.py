@@ -270,7 +270,7 @@ _ROLE = re.compile(
 _ENDS_ROLE = frozenset(
     re.findall(
         r"\S+",
-        "and or at for in on of as by to from with under over about who that which this today tonight tomorrow now "
+        "and or at for in on as by to from with under over about who that which this today tonight tomorrow now "
         "currently covering week weekend year month please if when",
     )
 )
@@ -293,9 +293,16 @@ def asked_role(question: str) -> frozenset[str]:
 
 
 def names_role(text: str, context: Set[str], role: Set[str]) -> bool:
-    """Whether a sentence of ``text`` names a person and, with the heading path (``context``), the whole ``role``."""
+    """Whether a sentence of ``text`` names a person and, with the heading path (``context``), the whole ``role``.
+
+    A capitalised role ("the Designated Safeguarding Lead") is not a name for itself.
+    """
     person = next(kind for kind in ANSWER_TYPES if kind.name == "person")
-    return any(role <= context | set(analyze(sentence)) for sentence in stating_sentences(text, person))
+    for sentence in _SENTENCE_END.split(text):
+        names = [set(analyze(name)) for name in person.states.findall(sentence)]
+        if any(name - role for name in names) and role <= context | set(analyze(sentence)):
+            return True
+    return False
 
 
 def counts(text: str, term: str) -> bool:
