@@ -19,6 +19,7 @@ from retrieval_kernel.pipeline.answerability import (
     MODEL_FILE,
     PASSAGE_FEATURES,
     QUESTION_FEATURES,
+    STATED_SIMILARITY,
     Judgement,
     content_terms,
     load_models,
@@ -54,6 +55,30 @@ def workshop(workshop_notes: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 
 
 # ---------------------------------------------------------------- the models
+
+
+def test_a_value_stated_about_something_else_by_meaning_does_not_answer(workshop: Workspace) -> None:
+    # "Tracing a dependency chain" shares the question's words and states lengths of time (a 6-level
+    # stop, hours), but no sentence stating one is close in meaning to how long the view takes to run.
+    question = 'How long does the "used by" view take to run on a large assembly?'
+    packet = workshop.query(question, as_of=AS_OF)
+    assert packet.abstained and packet.abstention_reason == "below_threshold"
+    why = next(warning for warning in packet.warnings if "asks for a length of time" in warning)
+    closest = float(why.split("the closest statement ")[1].split(" ")[0])
+    assert closest < STATED_SIMILARITY
+    measured = workshop.judge.similarity
+    try:  # the same statements judged close in meaning: the wording rule alone lets them answer
+        workshop.judge.similarity = lambda query, texts: [1.0] * len(texts)
+        assert not workshop.query(question, as_of=AS_OF).abstained
+    finally:
+        workshop.judge.similarity = measured
+
+
+def test_without_the_dense_lane_the_value_statements_are_read_by_their_words_only(tmp_path: Path) -> None:
+    notes = {"parking.md": md("Parking", {"Car park": "Cars park for 1.50 euro an hour behind the library."})}
+    with workspace(tmp_path, notes) as ws:  # identity and lexical lanes: no model to compare meanings with
+        ws.judge.similarity = lambda query, texts: pytest.fail("the dense lane did not run")
+        ws.query("How much does it cost to park a car behind the library?", as_of=AS_OF)
 
 
 def test_the_fitted_models_are_complete_and_say_where_they_came_from() -> None:

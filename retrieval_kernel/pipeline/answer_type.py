@@ -388,6 +388,7 @@ class PassageText:
     text: str
     context: frozenset[str]  # heading path and note name terms
     holds: frozenset[str]  # every term the passage offers
+    title: str = ""  # the heading path, as written ("Winter timetable Route 14X")
 
 
 def unstated(question: str, idf: Mapping[str, float], leading: Sequence[PassageText]) -> AnswerType | None:
@@ -405,3 +406,18 @@ def unstated(question: str, idf: Mapping[str, float], leading: Sequence[PassageT
     if role and not any(names_role(p.text, p.context, role) for p in stating):
         return kind  # names appear, none beside the role asked about
     return None
+
+
+def value_sentences(question: str, idf: Mapping[str, float], leading: Sequence[PassageText]) -> list[str]:
+    """The sentences of the ``leading`` passages that state a value of the type ``question`` asks for
+    about what it asks, each after its passage's heading path (empty when it asks for no type)."""
+    kind = asked_type(question)
+    if kind is None:
+        return []
+    return [
+        f"{p.title}: {sentence.strip()}" if p.title else sentence.strip()
+        for p in leading
+        if states_value(kind, idf, p.text, p.context, p.holds)
+        for sentence in stating_sentences(p.text, kind)
+        if sentence.strip()
+    ]

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..projections.lexical import LexicalProjection, analyze
 from ..store.records import StoredPassage
-from .answer_type import AnswerType, PassageText, asked_type, unstated
+from .answer_type import AnswerType, PassageText, asked_type, unstated, value_sentences
 from .lanes import LaneRun
 
 if TYPE_CHECKING:
@@ -48,6 +48,11 @@ JUDGED = 10  # leading candidates read by the question model
 POOL_JUDGED = 50  # candidates given a passage probability (the lanes' whole pool)
 TYPED_LEADING = 3  # leading candidates of which one must state the value a question asks for (a time, a price)
 OUT_OF_REACH = 0.5  # usable evidence answering under half as well as evidence the caller may not use: abstain
+# A typed question whose closest value-stating sentence (with its heading path) is less similar than this
+# to the question is answered by none of them: "what does it cost to park a coach" against car prices.
+# Chosen on the development suites (docs/answerability.md, the seventh attempt), never on a holdout.
+STATED_SIMILARITY = 0.38
+VALUE_SENTENCES = 12  # at most this many value-stating sentences are embedded per question
 PASSAGE_FEATURES = ("coverage", "rare_miss", "cosine", "margin", "agreement", "intro")
 QUESTION_FEATURES = (
     "best_coverage",
@@ -172,6 +177,7 @@ class Judgement:
     unknown: float = 0.0  # the idf-weighted share of the question's words that no visible passage holds
     reach: float = 0.0  # a passage the caller may not use answers from this probability (at least ``floor``)
     unstated: AnswerType | None = None  # the kind of value asked for that no leading passage states
+    stated_similarity: float | None = None  # the closest value-stating sentence's cosine to the question
 
     @classmethod
     def unjudged(cls) -> Judgement:
@@ -185,9 +191,14 @@ class Judgement:
     def why_not(self) -> str:
         """Why nothing found answers (for exclusions and abstentions)."""
         if self.unstated is not None and self.confidence >= self.threshold:
+            closest = (
+                ""
+                if self.stated_similarity is None
+                else f", the closest statement {self.stated_similarity:.2f} similar"
+            )
             return (
                 f"the question asks for {self.unstated.label} and none of the leading passages states one "
-                f"about it (confidence {self.confidence:.2f} otherwise)"
+                f"about it (confidence {self.confidence:.2f} otherwise{closest})"
             )
         return f"nothing found answers the question (confidence {self.confidence:.2f})"
 
@@ -239,10 +250,12 @@ class Judge:
         lexical: LexicalProjection,
         outlines: Callable[[Sequence[str]], Mapping[str, Sequence[tuple[str, ...]]]],
         models: Models | None = None,
+        similarity: Callable[[str, Sequence[str]], Sequence[float]] | None = None,
     ) -> None:
         self.lexical = lexical
         self.outlines = outlines  # the heading paths of the passages of each note at the paths given
         self._models = models
+        self.similarity = similarity  # cosine of the question to each text (the dense lane's model), if any
 
     @property
     def models(self) -> Models:
@@ -265,7 +278,7 @@ class Judge:
         # by it put the wrong note first on 2 of the 20 workshop questions that fused rank gets right.
         ordered = pair is self.models.hybrid
         unknown = leading[0].unknown if leading else 0.0
-        missing = self.unstated(query, ranked[:TYPED_LEADING], unseen)
+        missing, closest = self.unstated_value(query, ranked[:TYPED_LEADING], unseen, dense=pair is self.models.hybrid)
         return Judgement(
             confidence,
             pair.question.threshold,
@@ -275,15 +288,34 @@ class Judge:
             unknown=unknown,
             reach=pair.passage.reach,
             unstated=missing,
+            stated_similarity=closest,
         )
 
-    def unstated(self, query: str, leading: Sequence[Candidate], unseen: Unseen | None = None) -> AnswerType | None:
-        """The kind of value ``query`` asks for (a time, a price) when no ``leading`` passage states one."""
-        if asked_type(query) is None:  # most questions: nothing to read
-            return None
+    def unstated_value(
+        self, query: str, leading: Sequence[Candidate], unseen: Unseen | None = None, dense: bool = False
+    ) -> tuple[AnswerType | None, float | None]:
+        """The kind of value ``query`` asks for (a time, a price) when no ``leading`` passage states one
+        about it, and (``dense``: when the dense lane ran) the closest stating sentence's similarity.
+
+        A stating sentence shares the question's words; with the dense lane's model it must also be
+        at least ``STATED_SIMILARITY`` similar to the question, or it states a value of something else.
+        """
+        kind = asked_type(query)
+        if kind is None:  # most questions: nothing to read
+            return None, None
         idf, _ = self._idf(content_terms(query), unseen)
-        read = [PassageText(c.stored.passage.text, _context_words(c.stored), _words(c.stored)) for c in leading]
-        return unstated(query, idf, read)
+        read = [
+            PassageText(c.stored.passage.text, _context_words(c.stored), _words(c.stored), _title(c.stored))
+            for c in leading
+        ]
+        missing = unstated(query, idf, read)
+        if missing is not None or not dense or self.similarity is None:
+            return missing, None
+        sentences = value_sentences(query, idf, read)[:VALUE_SENTENCES]
+        if not sentences:
+            return None, None
+        closest = round(max(self.similarity(query, sentences)), 4)
+        return (kind if closest < STATED_SIMILARITY else None), closest
 
     def hidden_best(
         self, query: str, passages: Sequence[StoredPassage], runs: Mapping[str, LaneRun], unseen: Unseen
@@ -377,6 +409,11 @@ def _words(stored: StoredPassage) -> frozenset[str]:
     """The terms a passage offers: its text, its heading path and its note's name."""
     passage = stored.passage
     return _terms_of(" ".join([passage.text, *passage.heading_path, passage.module.replace("-", " ")]))
+
+
+def _title(stored: StoredPassage) -> str:
+    """A passage's heading path as one line of text."""
+    return " ".join(stored.passage.heading_path)
 
 
 def _context_words(stored: StoredPassage) -> frozenset[str]:

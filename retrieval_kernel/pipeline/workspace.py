@@ -71,11 +71,14 @@ from .upkeep import Upkeep
 from .versions import component_versions
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from ..projections.dense import DenseProjection
     from .rerank import Reranker
 
 LEAD_PASSAGE_MIN_WORDS = 25  # a successor pulled in for a superseded note is shown by its first such passage
 OUTLINE_CACHE_LIMIT = 50_000  # notes whose heading paths are kept between queries (per change-log state)
+SENTENCE_VECTORS = 20_000  # value-stating sentences whose vectors are kept for the judge (~30 MB at most)
 
 
 class Workspace(Upkeep):
@@ -150,7 +153,8 @@ class Workspace(Upkeep):
         self.dense_lane = DenseLane(self, embedder, self.chroma)
         self._views: dict[frozenset[str], ScopeViews] = {}  # by the caller's scopes
         self._eligibilities: dict[tuple[frozenset[str], dt.date], tuple[ScopeView, Eligibility]] = {}
-        self.judge = Judge(self.lexical_lane.projection, self._outlines_of)
+        self.judge = Judge(self.lexical_lane.projection, self._outlines_of, similarity=self._similarity)
+        self._sentence_vectors: dict[str, np.ndarray] = {}  # value-stating sentences the judge compared
         self._outlines: dict[str, tuple[tuple[str, ...], ...]] = {}
         self._outlines_at = -1  # the change-log state ``_outlines`` was read at
         self.judge_answers = judge_answers  # off: every candidate counts as answering (the policy alone decides)
@@ -432,6 +436,22 @@ class Workspace(Upkeep):
         if missing:
             self._outlines.update(self.records.outlines(missing))
         return {path: self._outlines[path] for path in paths}
+
+    def _similarity(self, query: str, texts: Sequence[str]) -> list[float]:
+        """The dense lane model's cosine of ``query`` to each of ``texts`` (its vectors are unit length).
+
+        The same sentences come back question after question: their vectors are kept (up to
+        ``SENTENCE_VECTORS``), so only new ones are embedded.
+        """
+        projection = self.dense_lane.projection
+        kept = self._sentence_vectors
+        missing = [text for text in dict.fromkeys(texts) if text not in kept]
+        if missing:
+            if len(kept) + len(missing) > SENTENCE_VECTORS:
+                kept.clear()
+            kept.update(zip(missing, projection.embedder.embed(missing), strict=True))
+        question = projection.embed_query(query)
+        return [float(kept[text] @ question) for text in texts]
 
     def _judge(self, query: str, ranked: list[Candidate], runs: dict[str, LaneRun], view: ScopeView) -> Judgement:
         """How likely the candidates answer, from what the caller may see; passages outside the caller's

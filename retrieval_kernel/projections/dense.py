@@ -219,6 +219,7 @@ class DenseProjection:
         self._kind = embedder if isinstance(embedder, str) else getattr(embedder, "name", "custom")
         self._embedder = None if isinstance(embedder, str) else embedder
         self._function: Any = None  # Chroma's view of the embedder, made when Chroma is first needed
+        self._last_query: tuple[str, np.ndarray] | None = None
         self._cache_path = store_dir / CACHE_NAME
         self._cache: EmbeddingCache | None = None
         self._handles: dict[tuple[int, str], Any] = {}
@@ -428,7 +429,11 @@ class DenseProjection:
     # ------------------------------------------------------------ searching
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self.embedder.embed([text])[0]
+        """The question's vector; the last one is kept, so the judge reads the vector the search used."""
+        last = self._last_query
+        if last is None or last[0] != text:
+            last = self._last_query = (text, self.embedder.embed([text])[0])
+        return last[1]
 
     def search(
         self, text: str, limit: int, state: ProjectionState, records: RecordStore | None = None
