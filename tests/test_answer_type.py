@@ -14,6 +14,7 @@ from retrieval_kernel.pipeline.answer_type import (
     asked_type,
     counted_thing,
     counts,
+    question_parts,
     stating_sentences,
     unstated,
 )
@@ -222,3 +223,27 @@ def test_a_name_beside_another_role_does_not_answer_who_holds_this_one() -> None
     assert unstated(lead, _idf(lead), [capitalised]) is not None  # the role's own capitals name nobody
     held = _read("Nuala Breen is the Designated Safeguarding Lead.", "Safeguarding")
     assert unstated(lead, _idf(lead), [held]) is None
+
+
+@pytest.mark.parametrize(
+    ("question", "parts"),
+    [
+        ("Can you post my glasses and what does it cost?", ["Can you post my glasses", "what does it cost?"]),
+        ("Who do I tell, and by when?", ["Who do I tell", "by when?"]),
+        ("Bin it or keep it? and how many seasons last", ["Bin it or keep it?", "how many seasons last"]),
+        ("How long can customers report damage? I'm putting it in a macro.", None),  # one question, one remark
+        ("How much is a student single fare?", None),
+    ],
+)
+def test_a_question_asking_two_things_has_two_parts(question: str, parts: list[str] | None) -> None:
+    assert question_parts(question) == (parts or [question])
+
+
+def test_a_two_part_question_is_not_emptied_by_the_part_whose_value_is_unstated(tmp_path: Path) -> None:
+    with _notes(tmp_path, "The staff canteen opens for breakfast and lunch on every working day.") as ws:
+        single = ws.query("What time does the staff canteen open for breakfast?", as_of=AS_OF)
+        untyped = ws.query("Does the staff canteen serve breakfast, and what time does it open?", as_of=AS_OF)
+        both = ws.query("What time does the staff canteen open, and how much does a locker cost?", as_of=AS_OF)
+    assert single.abstained  # the time is stated nowhere
+    assert not untyped.abstained  # the first part is answered by the canteen note; the rule cannot read it
+    assert not both.abstained  # the locker's price is stated

@@ -212,6 +212,30 @@ _UNIT_AFTER = frozenset(  # a number followed by one of these measures something
 _COUNT_LINKS = frozenset({"of", ":", "=", "is", "are", "total", "totals", "numbering", "x"})  # "a team of four"
 
 
+# Where a question asks a second question: "... , and what does it cost?", "...? How often do I check in?"
+_PART_BREAK = re.compile(
+    r"(?<=\?)\s+|;\s*|,?\s+and\s+(?=(?:what|how|who|when|where|which|why|whose|is|are|can|could|do|does|did|will|"
+    r"would|should|by when|at what|on what|in what)\b)",
+    re.IGNORECASE,
+)
+_ASKS = re.compile(
+    r"^(?:what|how|who|when|where|which|why|whose|is|are|can|could|do|does|did|will|would|should|may|must|by when|"
+    r"at what|on what|in what|until what|up to what)\b",
+    re.IGNORECASE,
+)
+
+_LEADING_LINK = re.compile(r"^(?:and|but|so|also|then)\s+", re.IGNORECASE)
+_SENTENCE_START = re.compile(r"(?<=[.!:-])\s+")
+
+
+def question_parts(question: str) -> list[str]:
+    """The questions ``question`` asks, in order ("Can you post it, and what does it cost?" is two);
+    statements around them ("I'm putting it in a macro.") are dropped; one part when it asks one."""
+    pieces = [_LEADING_LINK.sub("", piece.strip()) for piece in _PART_BREAK.split(question)]
+    asked = [piece for piece in pieces if piece.endswith("?") or _ASKS.match(_SENTENCE_START.split(piece)[-1])]
+    return asked if len(asked) > 1 else [question]
+
+
 def asked_type(question: str) -> AnswerType | None:
     """The kind of value ``question`` asks for, or ``None`` when its wording names none."""
     return next((kind for kind in ANSWER_TYPES if kind.asks.search(question)), None)

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..projections.lexical import LexicalProjection, analyze
 from ..store.records import StoredPassage
-from .answer_type import AnswerType, PassageText, asked_type, unstated, value_sentences
+from .answer_type import AnswerType, PassageText, asked_type, question_parts, unstated, value_sentences
 from .lanes import LaneRun
 
 if TYPE_CHECKING:
@@ -299,23 +299,38 @@ class Judge:
 
         A stating sentence shares the question's words; with the dense lane's model it must also be
         at least ``STATED_SIMILARITY`` similar to the question, or it states a value of something else.
+        A question asking several ("Can you post it, and what does it cost?") is unanswered only when
+        each part asks for a value and none is stated; a part the rule cannot read leaves it answerable.
         """
-        kind = asked_type(query)
-        if kind is None:  # most questions: nothing to read
+        if asked_type(query) is None:  # most questions: nothing to read
+            return None, None
+        parts = question_parts(query)
+        if any(asked_type(part) is None for part in parts):
             return None, None
         idf, _ = self._idf(content_terms(query), unseen)
         read = [
             PassageText(c.stored.passage.text, _context_words(c.stored), _words(c.stored), _title(c.stored))
             for c in leading
         ]
-        missing = unstated(query, idf, read)
+        found = [self._unstated_part(part, idf, read, dense) for part in parts]
+        if all(missing is not None for missing, _ in found):
+            return found[0]
+        return None, max((closest for _, closest in found if closest is not None), default=None)
+
+    def _unstated_part(
+        self, question: str, idf: Mapping[str, float], read: Sequence[PassageText], dense: bool
+    ) -> tuple[AnswerType | None, float | None]:
+        """:meth:`unstated_value` for one question (or one part of a question), read by its own words."""
+        own = set(content_terms(question))
+        weights = {term: weight for term, weight in idf.items() if term in own}
+        missing = unstated(question, weights, read)
         if missing is not None or not dense or self.similarity is None:
             return missing, None
-        sentences = value_sentences(query, idf, read)[:VALUE_SENTENCES]
+        sentences = value_sentences(question, weights, read)[:VALUE_SENTENCES]
         if not sentences:
             return None, None
-        closest = round(max(self.similarity(query, sentences)), 4)
-        return (kind if closest < STATED_SIMILARITY else None), closest
+        closest = round(max(self.similarity(question, sentences)), 4)
+        return (asked_type(question) if closest < STATED_SIMILARITY else None), closest
 
     def hidden_best(
         self, query: str, passages: Sequence[StoredPassage], runs: Mapping[str, LaneRun], unseen: Unseen
