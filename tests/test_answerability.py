@@ -14,7 +14,7 @@ import yaml
 
 from retrieval_kernel import Workspace
 from retrieval_kernel.corpus.facts import NoteFacts
-from retrieval_kernel.pipeline.answer_type import answers_asked, value_kind
+from retrieval_kernel.pipeline.answer_type import answers_asked, asks_for_no_value, value_kind
 from retrieval_kernel.pipeline.answerability import (
     MODEL_FILE,
     PASSAGE_FEATURES,
@@ -296,6 +296,53 @@ def test_a_question_asking_another_kind_of_value_than_the_contested_one_is_answe
     assert not times.abstained and times.evidence[0].id == "rules#fetching-items"
     assert [(c.proposition, c.resolution) for c in times.conflicts] == [("reading_room_items_at_once", "unresolved")]
     assert count.abstention_reason == "unresolved_conflict"
+
+
+ROTATION = {
+    "pool.md": md(
+        "Pool operating standard",
+        {
+            "Lifeguard rotation": "Lifeguards rotate every 20 minutes. The rotation moves clockwise round the "
+            "pool, from the high chair to the deep end and on to the shallow end."
+        },
+        id="pool",
+        authority="reference",
+        asserts={"lifeguard_rotation_minutes": 20},
+    ),
+    "manual.md": md(
+        "Lifeguard team manual",
+        {"Rotation": "Lifeguards rotate every 30 minutes so that nobody watches one zone for too long."},
+        id="manual",
+        authority="reference",
+        asserts={"lifeguard_rotation_minutes": 30},
+    ),
+}
+
+
+def test_a_question_asking_how_rather_than_how_long_is_not_about_the_contested_interval(tmp_path: Path) -> None:
+    with workspace(tmp_path, ROTATION) as ws:
+        direction = ws.query("In which direction does the lifeguard rotation move round the pool?", as_of=AS_OF)
+        interval = ws.query("How often do lifeguards rotate?", as_of=AS_OF)
+    assert direction.abstention_reason != "unresolved_conflict"
+    reported = [(c.proposition, c.resolution) for c in direction.conflicts]
+    assert reported == [("lifeguard_rotation_minutes", "unresolved")]
+    assert interval.abstention_reason == "unresolved_conflict"
+
+
+@pytest.mark.parametrize(
+    ("question", "value", "asks_none"),
+    [
+        ("Who inspects the flying system?", "duration", True),
+        ("What happens if a hire is cancelled too late?", "number", True),
+        ("Before I charge for a lost item, what should I check first?", "money", True),
+        ("What colour caps do stage 2 pupils wear?", "number", True),
+        ("Who inspects the flying system?", None, False),  # the contested values may be names
+        ("How many pupils may a stage 1 class have?", "number", False),
+        ("Who is allowed to cancel a hire?", "number", False),
+    ],
+)
+def test_a_person_or_procedure_question_asks_no_number(question: str, value: str | None, asks_none: bool) -> None:
+    assert asks_for_no_value(question, value) is asks_none
 
 
 @pytest.mark.parametrize(

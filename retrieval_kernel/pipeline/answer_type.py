@@ -400,6 +400,25 @@ def asked_kind(question: str) -> str | None:
     return kind.name
 
 
+# Questions that ask for a person, a place, a procedure or a quality, never a number, a time or money:
+# "who inspects the flying system?", "what happens if a hire is cancelled too late?", "what colour caps ...?".
+_ASKS_NO_VALUE = re.compile(
+    r"(?:^|[.!?;,]\s+)(?:in\s+)?(?:who\b(?!\s+(?:is|are)\s+(?:allowed|able|eligible))|where\b|what colou?rs?\b|"
+    r"which (?:direction|way|side|colou?rs?|room|door|entrance|form|team|supplier|company)\b|what happens\b|"
+    r"what (?:details|information|steps|paperwork)\b|"
+    r"what (?:do|should|must|can) (?:i|we|you|they|staff) (?:do|check|write|record|say|bring|tell|wear|use)\b|"
+    r"how do (?:i|we|you)\b)",
+    re.IGNORECASE,
+)
+_NUMERIC_KINDS = frozenset({"number", "hours", "duration", "money", "percent", "clock", "date"})
+
+
+def asks_for_no_value(question: str, value: str | None) -> bool:
+    """Whether ``question`` asks for a person, a place, a procedure or a quality while a fact's values
+    are ``value`` (a count, a length of time, money, a time or a date): then it does not ask for them."""
+    return value in _NUMERIC_KINDS and asked_kind(question) is None and _ASKS_NO_VALUE.search(question) is not None
+
+
 def answers_asked(asked: str, value: str | None) -> bool:
     """Whether a fact whose values are ``value`` can answer a question asking for ``asked`` (unknown: yes)."""
     return value is None or value in ANSWERED_BY.get(asked, frozenset())

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..corpus.facts import NoteFacts
 from ..corpus.status import PARTLY_SUPERSEDED
-from .answer_type import answers_asked, asked_kind, value_kind
+from .answer_type import answers_asked, asked_kind, asks_for_no_value, value_kind
 from .answerability import Judgement, content_terms
 from .candidates import SUPERSEDED, SUPERSESSION, Candidate, ConflictDraft, Exclusion, Side, effective_status
 from .validity import Standing
@@ -160,10 +160,11 @@ def _about(conflict: ConflictDraft, judged: Judgement, query: str, admissible: M
     if _states_other_fact(best_side, conflict.proposition):
         return False  # "what does a day in the long stay cost" asks the note's rate, not its contested stay
     asked = asked_kind(query)
-    if asked is not None and not answers_asked(
-        asked, value_kind(conflict.proposition, [s.value for s in conflict.sides])
-    ):
+    contested = value_kind(conflict.proposition, [s.value for s in conflict.sides])
+    if asked is not None and not answers_asked(asked, contested):
         return False  # "at what times are items fetched" does not ask how many items may be out at once
+    if asks_for_no_value(query, contested):
+        return False  # "who inspects the flying system" does not ask how many months between inspections
     key = [
         term
         for term in content_terms(conflict.proposition.replace("_", " ").replace(".", " "))
