@@ -57,6 +57,9 @@ AS_OF = "2026-11-30"
         ("Can a woman who's pregnant give blood?", None),  # "who" inside a clause asks for nobody
         ("Who is allowed to sign a parts order?", None),
         ("Who's in charge of customer services?", None),
+        ("Which duty manager is on shift today?", "person"),
+        ("Who's on call tonight?", "person"),
+        ("Which form do I fill in?", None),
         ("How do I put a banner on the website?", None),
     ],
 )
@@ -186,6 +189,9 @@ def test_a_count_of_something_the_notes_name_but_never_count_is_unstated() -> No
         ("Who is Maren Oduya's deputy as workshop lead?", {"maren", "oduya", "deputi"}),
         ("Who is the head of wardrobe?", {"head", "wardrob"}),
         ("What is the name of the purchasing clerk who owns our supplier records?", {"purchas", "clerk"}),
+        ("Which duty manager is on shift today?", {"duti", "manag"}),
+        ("Who's on call tonight?", {"call"}),
+        ("Which person is the fire marshal?", set()),  # a person, no role named before "is"
         ("How long are search logs kept?", set()),
     ],
 )

@@ -45,6 +45,12 @@ _WHO_IS = (  # "who" opening a clause, asking who holds something ("can a woman 
     r"(?:^\s*|[,.;:!?]\s+|\b(?:and|but|so)\s+)who(?:'s| is| are| was)\s+"
     r"(?!(?:allowed|able|responsible|supposed|going|meant|in|on|at|to|not|there|it|that)\b)"
 )
+# "Which duty manager is on shift today?", "which person signs ...": a person asked for by role.
+_WHICH_PERSON = (
+    r"\bwhich ((?:person|member of staff|staff member|colleague|(?:[\w-]+ )?(?:manager|officer|supervisor|lead|clerk|"
+    r"nurse|vet|engineer|technician|steward|coordinator|director)))\b(?=[^?]*\b(?:is|are|was)\b)"
+)
+_WHO_IS_ON = r"\bwho(?:'s| is| are) (on (?:call|duty|shift)\b)"  # "who's on call tonight?": the holder's name
 _NOT_NAMES = (  # capitalised at a sentence's start or in a heading, never a name's part
     "The|A|An|Our|Your|Their|Its|His|Her|This|That|These|Those|Each|Every|All|Any|Some|No|If|When|On|In|At|For|From|To|"
     "By|With|And|Or|But|As|Ask|Call|Ring|See|Email|Contact|Staff|Team|Duty|Manager|Head|Chief|Code|Level|Stage|"
@@ -112,7 +118,7 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
     _type(
         "person",
         "a person's name",
-        _WHO_IS + r"|\bwhat(?:'s| is) the name of\b",
+        _WHO_IS + r"|\bwhat(?:'s| is) the name of\b|" + _WHICH_PERSON + r"|" + _WHO_IS_ON,
         _NAME,
     ),
     _type(
@@ -288,7 +294,8 @@ def counted_thing(question: str) -> str | None:
 
 
 _ROLE = re.compile(
-    _WHO_IS + r"((?:[\w'\u2019-]+\s*){1,6})|\bname of ((?:[\w'\u2019-]+\s*){1,5})",
+    _WHO_IS_ON + r"|" + _WHICH_PERSON + r"|" + _WHO_IS + r"((?:[\w'\u2019-]+\s*){1,6})|"
+    r"\bname of ((?:[\w'\u2019-]+\s*){1,5})",
     re.IGNORECASE,
 )
 _ENDS_ROLE = frozenset(
@@ -299,7 +306,7 @@ _ENDS_ROLE = frozenset(
     )
 )
 
-_POSSESSIVES = frozenset(analyze("our my your their his her its"))
+_POSSESSIVES = frozenset(analyze("our my your their his her its person member staff colleague"))  # not a role
 
 
 def asked_role(question: str) -> frozenset[str]:
@@ -309,7 +316,7 @@ def asked_role(question: str) -> frozenset[str]:
     if found is None:
         return frozenset()
     words: list[str] = []
-    for word in next(group for group in found.groups() if group is not None).split():
+    for word in re.sub(r"^on\s+", "", next(group for group in found.groups() if group is not None)).split():
         if word.lower().strip("?.,!") in _ENDS_ROLE:
             break
         words.append(word.strip("?.,!"))
