@@ -192,6 +192,7 @@ def test_a_count_of_something_the_notes_name_but_never_count_is_unstated() -> No
         ("Which duty manager is on shift today?", {"duti", "manag"}),
         ("Who's on call tonight?", {"call"}),
         ("Which person is the fire marshal?", set()),  # a person, no role named before "is"
+        ("Who's the Head Nurse these days?", {"head", "nurs"}),
         ("How long are search logs kept?", set()),
     ],
 )

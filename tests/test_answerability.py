@@ -339,6 +339,10 @@ def test_a_question_asking_how_rather_than_how_long_is_not_about_the_contested_i
         ("Who inspects the flying system?", None, False),  # the contested values may be names
         ("How many pupils may a stage 1 class have?", "number", False),
         ("Who is allowed to cancel a hire?", "number", False),
+        ("Do we fast rabbits before an operation?", "hours", True),  # whether, not how long
+        ("How do appointment reminders get to clients?", "duration", True),
+        ("Is the fasting time still 12 hours?", "hours", False),  # names a number: checks the value
+        ("How long do we keep the records?", "duration", False),
     ],
 )
 def test_a_person_or_procedure_question_asks_no_number(question: str, value: str | None, asks_none: bool) -> None:

@@ -15,6 +15,7 @@ import pytest
 
 import retrieval_kernel
 from retrieval_kernel.cli import main
+from retrieval_kernel.evaluation.policy_eval import _names
 from retrieval_kernel.evaluation.suites import load_suite, verify_frozen
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -413,3 +414,17 @@ def test_receipt_records_versions_and_inputs(tiny_receipt: dict, tiny_dir: Path)
         "sha256": sha256(tiny_dir / "questions.jsonl"),
         "frozen": True,
     }
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ('{"id": "controlled-drugs#keys"}', True),
+        ("nursing/controlled-drugs.md", True),
+        ("see controlled-drugs for the keys", True),
+        ('"adr/0005-cd-register#5-keep-the-controlled-drugs-register-electronically"', False),  # a visible slug
+        ("controlled-drugs-2027#keys", False),  # another note's id
+    ],
+)
+def test_a_leak_names_the_forbidden_id_itself_not_a_longer_id_containing_it(text: str, named: bool) -> None:
+    assert _names("controlled-drugs", text) is named

@@ -214,7 +214,13 @@ def _leaks(forbidden: list[str], packet: Packet, trace: dict[str, Any]) -> list[
         "trace": json.dumps(trace),
     }
     names = sorted({name for pid in forbidden for name in (pid, _module(pid))})
-    return [f"{name} in {where}" for name in names for where, text in outputs.items() if name in text]
+    return [f"{name} in {where}" for name in names for where, text in outputs.items() if _names(name, text)]
+
+
+def _names(name: str, text: str) -> bool:
+    """Whether ``text`` names the note or passage id ``name`` itself, not as part of a longer id or slug
+    ("controlled-drugs" is not named by "#5-keep-the-controlled-drugs-register")."""
+    return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text) is not None
 
 
 def _match_conflict(expected: dict[str, Any], packet: Packet) -> dict[str, Any]:

@@ -302,7 +302,7 @@ _ENDS_ROLE = frozenset(
     re.findall(
         r"\S+",
         "and or at for in on as by to from with under over about who that which this today tonight tomorrow now "
-        "currently covering week weekend year month please if when",
+        "currently covering week weekend year month please if when these nowadays lately right",
     )
 )
 
@@ -414,16 +414,25 @@ _ASKS_NO_VALUE = re.compile(
     r"which (?:direction|way|side|colou?rs?|room|door|entrance|form|team|supplier|company)\b|what happens\b|"
     r"what (?:details|information|steps|paperwork)\b|"
     r"what (?:do|should|must|can) (?:i|we|you|they|staff) (?:do|check|write|record|say|bring|tell|wear|use)\b|"
-    r"how do (?:i|we|you)\b)",
+    r"how (?:do|does|are|is)\b(?!\s+(?:much|many|long|often|soon|far|late|early)\b))",
     re.IGNORECASE,
 )
+# "Do we fast rabbits before an operation?": whether, not how much; naming no number, it asks for none.
+_YES_NO = re.compile(
+    r"(?:^|[.!?;,:]\s+)(?:do|does|did|is|are|was|were|can|could|should|will|would|may|must|has|have)\b", re.IGNORECASE
+)
+_ANY_NUMBER = re.compile(rf"\b{_NUMBER}\b|\d", re.IGNORECASE)
 _NUMERIC_KINDS = frozenset({"number", "hours", "duration", "money", "percent", "clock", "date"})
 
 
 def asks_for_no_value(question: str, value: str | None) -> bool:
     """Whether ``question`` asks for a person, a place, a procedure or a quality while a fact's values
     are ``value`` (a count, a length of time, money, a time or a date): then it does not ask for them."""
-    return value in _NUMERIC_KINDS and asked_kind(question) is None and _ASKS_NO_VALUE.search(question) is not None
+    if value not in _NUMERIC_KINDS or asked_kind(question) is not None:
+        return False
+    if _ASKS_NO_VALUE.search(question):
+        return True
+    return _YES_NO.search(question) is not None and _ANY_NUMBER.search(question) is None
 
 
 def answers_asked(asked: str, value: str | None) -> bool:
