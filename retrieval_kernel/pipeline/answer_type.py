@@ -8,7 +8,11 @@ price or a duration. This module names the asked type (only where the wording ma
 unambiguous: most questions ask for no typed value and are left to the other signals) and
 finds the sentences of a passage that state a value of that type. A count is checked more
 closely: "how many snow leopards do we have?" is not answered by a note that names the snow
-leopards and states some other number, only by one that puts a number on them.
+leopards and states some other number, only by one that puts a number on them; "who is the duty
+manager?" only by a sentence that names someone beside the role. A question asking two things
+("..., and what does it cost?") is read part by part (:func:`question_parts`). The kind of value a
+contested fact holds tells whether a question can be asking for it (:func:`answers_asked`,
+:func:`asks_for_no_value`).
 """
 
 from __future__ import annotations
@@ -229,7 +233,6 @@ _ASKS = re.compile(
     r"at what|on what|in what|until what|up to what)\b",
     re.IGNORECASE,
 )
-
 _LEADING_LINK = re.compile(r"^(?:and|but|so|also|then)\s+", re.IGNORECASE)
 _SENTENCE_START = re.compile(r"(?<=[.!:-])\s+")
 
@@ -305,8 +308,7 @@ _ENDS_ROLE = frozenset(
         "currently covering week weekend year month please if when these nowadays lately right",
     )
 )
-
-_POSSESSIVES = frozenset(analyze("our my your their his her its person member staff colleague"))  # not a role
+_NOT_ROLE_WORDS = frozenset(analyze("our my your their his her its person member staff colleague"))
 
 
 def asked_role(question: str) -> frozenset[str]:
@@ -320,7 +322,7 @@ def asked_role(question: str) -> frozenset[str]:
         if word.lower().strip("?.,!") in _ENDS_ROLE:
             break
         words.append(word.strip("?.,!"))
-    return frozenset(term for word in words for term in analyze(word)) - _POSSESSIVES
+    return frozenset(term for word in words for term in analyze(word)) - _NOT_ROLE_WORDS
 
 
 def names_role(text: str, context: Set[str], role: Set[str]) -> bool:

@@ -445,13 +445,16 @@ class Workspace(Upkeep):
         """
         projection = self.dense_lane.projection
         kept = self._sentence_vectors
-        missing = [text for text in dict.fromkeys(texts) if text not in kept]
+        vectors = {text: kept[text] for text in texts if text in kept}
+        missing = [text for text in dict.fromkeys(texts) if text not in vectors]
         if missing:
-            if len(kept) + len(missing) > SENTENCE_VECTORS:
+            new = dict(zip(missing, projection.embedder.embed(missing), strict=True))
+            if len(kept) + len(new) > SENTENCE_VECTORS:
                 kept.clear()
-            kept.update(zip(missing, projection.embedder.embed(missing), strict=True))
+            kept.update(new)
+            vectors.update(new)
         question = projection.embed_query(query)
-        return [float(kept[text] @ question) for text in texts]
+        return [float(vectors[text] @ question) for text in texts]
 
     def _judge(self, query: str, ranked: list[Candidate], runs: dict[str, LaneRun], view: ScopeView) -> Judgement:
         """How likely the candidates answer, from what the caller may see; passages outside the caller's
