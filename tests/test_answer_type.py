@@ -60,6 +60,9 @@ AS_OF = "2026-11-30"
         ("Which duty manager is on shift today?", "person"),
         ("Who's on call tonight?", "person"),
         ("Which form do I fill in?", None),
+        ("What's the guest wifi password in the base lodge?", "password"),
+        ("What's the door code for the staff entrance?", "password"),
+        ("How do I reset my payslip portal password?", None),  # a procedure, not the password
         ("How do I put a banner on the website?", None),
     ],
 )
@@ -254,3 +257,19 @@ def test_a_two_part_question_is_not_emptied_by_the_part_whose_value_is_unstated(
     assert single.abstained  # the time is stated nowhere
     assert not untyped.abstained  # the first part is answered by the canteen note; the rule cannot read it
     assert not both.abstained  # the locker's price is stated
+
+
+@pytest.mark.parametrize(
+    ("text", "states"),
+    [
+        ("The guest wifi password is Harbour2027!", True),
+        ("Password: 'tidewater'", True),
+        ("The key safe code is 4821.", True),
+        ("The wifi password is on the board at reception.", False),  # where it is, not what it is
+        ("Ask reception for the password.", False),
+    ],
+)
+def test_a_password_is_stated_only_as_its_value(text: str, states: bool) -> None:
+    password = asked_type("What is the password for the guest wifi?")
+    assert password is not None and password.name == "password"
+    assert bool(stating_sentences(text, password)) is states

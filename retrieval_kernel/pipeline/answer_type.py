@@ -120,6 +120,14 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         r"https?://|\bwww\.|\b[\w-]+\.(?:com|org|net|io|co\.uk|internal|local)\b",
     ),
     _type(
+        "password",
+        "a password or an access code",
+        r"\bwhat(?:'s| is| are)\s+(?:the\s+|our\s+)?(?:[\w-]+\s+){0,3}(?:password|passcode|passphrase|door code|"
+        r"access code|pin)\b|\b(?:password|passcode|door code|access code) (?:for|to|of)\b(?!.*\breset\b)",
+        r"\b(?:password|passcode|passphrase|code|pin)\s*(?:is|:|=)\s*(?:[\"'\u201c\u2018][^\"'\u201d\u2019]{3,}"
+        r"|[A-Za-z]*\d[\w!@#$%^&*-]*)",
+    ),
+    _type(
         "person",
         "a person's name",
         _WHO_IS + r"|\bwhat(?:'s| is) the name of\b|" + _WHICH_PERSON + r"|" + _WHO_IS_ON,
