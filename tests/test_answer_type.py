@@ -63,6 +63,9 @@ AS_OF = "2026-11-30"
         ("What's the guest wifi password in the base lodge?", "password"),
         ("What's the door code for the staff entrance?", "password"),
         ("How do I reset my payslip portal password?", None),  # a procedure, not the password
+        ("What's the day rate for summer locum vets?", "quantity"),
+        ("What is the maximum free chlorine level before we close the pool?", "quantity"),
+        ("What's the speed limit in the depot yard?", "quantity"),
         ("How do I put a banner on the website?", None),
     ],
 )

@@ -376,6 +376,8 @@ def test_a_facts_value_kind_comes_from_its_key_or_its_values(key: str, values: l
         ("duration", "duration", True),
         ("count", "duration", False),
         ("money", None, True),  # unknown: may answer
+        ("quantity", "money", True),  # "what's the day rate" may be asking the contested fee
+        ("quantity", "date", False),
     ],
 )
 def test_an_asked_type_is_answered_only_by_value_kinds_it_can_be(asked: str, value: str | None, answers: bool) -> None:

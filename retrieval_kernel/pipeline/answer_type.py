@@ -194,6 +194,13 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         r"\bhow heavy\b|\bhow tall\b|\bhow high\b|\bhow wide\b|\bhow deep\b|\bhow far\b",
         rf"\b{_NUMBER}\b|\bno (?:limit|maximum|minimum)\b|\bunlimited\b",
     ),
+    _type(
+        "quantity",
+        "a number (a rate, a limit, a range)",
+        r"\bwhat(?:'s| is| are)\s+(?:the\s+|our\s+|a\s+)?(?:[\w-]+\s+){0,4}(?:rates?|ranges?|limits?|levels?|"
+        r"thresholds?|surcharges?|allowances?|running time|doses?|dosage|tolerances?|ratios?|class size)\b",
+        rf"\b{_NUMBER}\b|\bno (?:limit|maximum|minimum)\b|\bunlimited\b",
+    ),
 )
 
 # Words that name the asked type rather than what it is about ("the *price* of a locker"): a
@@ -388,6 +395,7 @@ ANSWERED_BY: dict[str, frozenset[str]] = {  # asked type -> the value kinds that
     "date": frozenset({"date"}),
     "age": frozenset({"number", "duration"}),
     "measurement": frozenset({"number"}),
+    "quantity": frozenset({"number", "hours", "duration", "money", "percent"}),
 }
 
 
