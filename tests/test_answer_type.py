@@ -14,6 +14,7 @@ from retrieval_kernel.pipeline.answer_type import (
     asked_type,
     counted_thing,
     counts,
+    named_kinds,
     question_parts,
     stating_sentences,
     unstated,
@@ -276,3 +277,19 @@ def test_a_password_is_stated_only_as_its_value(text: str, states: bool) -> None
     password = asked_type("What is the password for the guest wifi?")
     assert password is not None and password.name == "password"
     assert bool(stating_sentences(text, password)) is states
+
+
+@pytest.mark.parametrize(
+    ("question", "kinds"),
+    [
+        ("If we see six cows, is it charged per animal?", {"count_of"}),
+        ("Is the fasting time still 12 hours?", {"hours"}),
+        ("Van K-0412 has done 40 rental days. Is it due?", {"duration"}),  # a unit one word on; no code
+        ("Is it €12.50 now?", {"money"}),
+        ("Sealed at 6am, opened at 9:30. Usable?", {"clock"}),
+        ("Is it still 12?", {"number"}),
+        ("Do reminders go by text, by email or both?", set()),
+    ],
+)
+def test_the_kinds_of_the_numbers_a_question_names(question: str, kinds: set[str]) -> None:
+    assert named_kinds(question) == kinds

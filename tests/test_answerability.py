@@ -329,6 +329,39 @@ def test_a_question_asking_how_rather_than_how_long_is_not_about_the_contested_i
     assert interval.abstention_reason == "unresolved_conflict"
 
 
+SWIM_SCHOOL = {
+    "policy.md": md(
+        "Swim school policy",
+        {
+            "Class sizes": "A stage 1 class has at most 8 pupils, with one teacher in the water.",
+            "Assessments": "Pupils are assessed in week 6 of each term, by a teacher other than their own.",
+        },
+        id="policy",
+        authority="reference",
+        asserts={"stage1_class_max_pupils": 8},
+    ),
+    "guide.md": md(
+        "Swim teacher guide",
+        {"Stage 1 classes": "A stage 1 class may take up to 10 pupils when a helper is on the poolside."},
+        id="guide",
+        authority="reference",
+        asserts={"stage1_class_max_pupils": 10},
+    ),
+}
+
+
+def test_naming_the_contested_thing_is_not_asking_its_value_when_another_section_answers(tmp_path: Path) -> None:
+    # "pupils" is the contested key's last word, but the assessment section answers and the question
+    # asks for no count: the tie on class sizes does not block it; asking the count still does.
+    with workspace(tmp_path, SWIM_SCHOOL) as ws:
+        week = ws.query("In which week of the term are pupils assessed?", as_of=AS_OF)
+        size = ws.query("How many pupils can a stage 1 class have?", as_of=AS_OF)
+    assert not week.abstained
+    assert week.evidence[0].id == "policy#assessments"
+    assert [(c.proposition, c.resolution) for c in week.conflicts] == [("stage1_class_max_pupils", "unresolved")]
+    assert size.abstention_reason == "unresolved_conflict"
+
+
 @pytest.mark.parametrize(
     ("question", "value", "asks_none"),
     [
@@ -343,6 +376,14 @@ def test_a_question_asking_how_rather_than_how_long_is_not_about_the_contested_i
         ("How do appointment reminders get to clients?", "duration", True),
         ("Is the fasting time still 12 hours?", "hours", False),  # names a number: checks the value
         ("How long do we keep the records?", "duration", False),
+        ("Do booster reminders go out by text, by email or both?", "duration", True),  # "both" counts nothing
+        ("If we see six cows on one visit, is the call out charged per animal?", "money", True),  # a count of cows
+        ("Is the class still 10 pupils?", "number", False),
+        ("A box sealed at 6am was opened at 9pm. Can the units still be used?", "hours", False),
+        ("Van K-0412 has done 40 rental days since its test. Is it due another?", "duration", False),
+        ("What should donors avoid for the rest of the day?", "duration", True),
+        ("What do I pick up when I sign on?", "hours", True),
+        ("What else does the nurse check at admission?", "hours", True),
     ],
 )
 def test_a_person_or_procedure_question_asks_no_number(question: str, value: str | None, asks_none: bool) -> None:

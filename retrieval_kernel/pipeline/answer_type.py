@@ -430,8 +430,9 @@ def asked_kind(question: str) -> str | None:
 _ASKS_NO_VALUE = re.compile(
     r"(?:^|[.!?;,]\s+)(?:in\s+)?(?:who\b(?!\s+(?:is|are)\s+(?:allowed|able|eligible))|where\b|what colou?rs?\b|"
     r"which (?:direction|way|side|colou?rs?|room|door|entrance|form|team|supplier|company)\b|what happens\b|"
-    r"what (?:details|information|steps|paperwork)\b|"
-    r"what (?:do|should|must|can) (?:i|we|you|they|staff) (?:do|check|write|record|say|bring|tell|wear|use)\b|"
+    r"what (?:details|information|steps|paperwork)\b|what else\b|"
+    r"what (?:do|does|should|must|can) (?:[\w-]+ ){1,2}(?:do|check|write|record|say|bring|tell|wear|use|avoid|"
+    r"pick up|collect|carry)\b|"
     r"how (?:do|does|are|is)\b(?!\s+(?:much|many|long|often|soon|far|late|early)\b))",
     re.IGNORECASE,
 )
@@ -439,8 +440,59 @@ _ASKS_NO_VALUE = re.compile(
 _YES_NO = re.compile(
     r"(?:^|[.!?;,:]\s+)(?:do|does|did|is|are|was|were|can|could|should|will|would|may|must|has|have)\b", re.IGNORECASE
 )
-_ANY_NUMBER = re.compile(rf"\b{_NUMBER}\b|\d", re.IGNORECASE)
 _NUMERIC_KINDS = frozenset({"number", "hours", "duration", "money", "percent", "clock", "date"})
+# A number a question names, with what follows it: "six cows", "12 hours", "€40", "20%", "half ten".
+_NAMED_NUMBER = re.compile(
+    r"(?P<money>[€£$]\s?)?(?<![\w-])(?P<n>\d[\d,.:]*(?!\d)|(?:one|two|three|four|five|six|seven|eight|nine|ten|"
+    r"eleven|twelve|fifteen|twenty|thirty|forty|fifty|sixty|hundred|thousand|dozen|once|twice)\b)"
+    r"(?:\s*(?P<after>%|[a-z]+)(?:\s+(?P<then>[a-z]+))?)?",
+    re.IGNORECASE,
+)
+_HOURS_UNIT = re.compile(r"^(?:hours?|hrs?|h|minutes?|mins?)$", re.IGNORECASE)
+_MONEY_UNIT = re.compile(r"^(?:euros?|eur|pounds?|gbp|dollars?|cents?|p)$", re.IGNORECASE)
+_CLOCK_UNIT = re.compile(r"^(?:am|pm|o)$", re.IGNORECASE)
+_FUNCTION_WORDS = frozenset(("a", "an", "the", "and", "or", "of", "for", "to", "in", "on", "at", "is", "are", "per"))
+
+
+def named_kinds(question: str) -> set[str]:
+    """The kinds of the numbers ``question`` names: a count of something ("six cows") is ``count_of``,
+    a bare number ("is it still 12?") is ``number`` (any kind of value)."""
+    kinds: set[str] = set()
+    for found in _NAMED_NUMBER.finditer(question):
+        after = (found["after"] or "").lower()
+        if re.fullmatch(_TIME_UNIT, found["then"] or "", re.IGNORECASE):
+            after = found["then"].lower()  # "40 rental days"
+        if found["money"] or _MONEY_UNIT.match(after):
+            kinds.add("money")
+        elif after == "%" or after == "percent":
+            kinds.add("percent")
+        elif _HOURS_UNIT.match(after):
+            kinds.add("hours")
+        elif re.fullmatch(_TIME_UNIT, after):
+            kinds.add("duration")
+        elif _CLOCK_UNIT.match(after) or ":" in found["n"]:
+            kinds.add("clock")
+        elif after and after not in _FUNCTION_WORDS:
+            kinds.add("count_of")
+        else:
+            kinds.add("number")
+    return kinds
+
+
+_NAMED_MAY_BE: dict[str, frozenset[str]] = {  # a named number's kind -> the fact value kinds it may be checking
+    "money": frozenset({"money", "percent", "number"}),
+    "percent": frozenset({"percent", "money", "number"}),
+    "hours": frozenset({"hours", "duration", "clock", "number"}),
+    "duration": frozenset({"duration", "hours", "number"}),
+    "clock": frozenset({"clock", "hours", "number"}),
+    "count_of": frozenset({"number"}),
+    "number": _NUMERIC_KINDS,
+}
+
+
+def _may_name(named: Set[str], value: str) -> bool:
+    """Whether a number of the ``named`` kinds may be a value of kind ``value`` (the question checks it)."""
+    return any(value in _NAMED_MAY_BE[kind] for kind in named)
 
 
 def asks_for_no_value(question: str, value: str | None) -> bool:
@@ -450,7 +502,15 @@ def asks_for_no_value(question: str, value: str | None) -> bool:
         return False
     if _ASKS_NO_VALUE.search(question):
         return True
-    return _YES_NO.search(question) is not None and _ANY_NUMBER.search(question) is None
+    return _YES_NO.search(question) is not None and not _may_name(named_kinds(question), value)
+
+
+def asks_or_names(question: str, value: str | None) -> bool:
+    """Whether ``question`` asks for a value of kind ``value`` or names a number that may be one."""
+    if value is None:
+        return True
+    asked = asked_kind(question)
+    return (asked is not None and answers_asked(asked, value)) or _may_name(named_kinds(question), value)
 
 
 def answers_asked(asked: str, value: str | None) -> bool:

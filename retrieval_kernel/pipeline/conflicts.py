@@ -11,7 +11,7 @@ from typing import Any
 
 from ..corpus.facts import NoteFacts
 from ..corpus.status import PARTLY_SUPERSEDED
-from .answer_type import answers_asked, asked_kind, asks_for_no_value, value_kind
+from .answer_type import answers_asked, asked_kind, asks_for_no_value, asks_or_names, value_kind
 from .answerability import Judgement, content_terms
 from .candidates import SUPERSEDED, SUPERSESSION, Candidate, ConflictDraft, Exclusion, Side, effective_status
 from .validity import Standing
@@ -147,7 +147,10 @@ def _about(conflict: ConflictDraft, judged: Judgement, query: str, admissible: M
     of value the contested values cannot be (a time of day, when they are counts) is about something
     else. Then the question is about the
     conflict when it names what the proposition asserts (the last word of its key that is not a
-    unit: ``window`` in ``refund_window_days``, ``retries`` in ``order_events_max_retries``), or
+    unit: ``window`` in ``refund_window_days``, ``retries`` in ``order_events_max_retries``) and
+    either its best answer states a side's value or it asks for (or names) a value of the contested
+    kind ("in which week are pupils assessed" names the pupils of a contested class size, answered
+    by the assessment section), or
     when the best answer is a side's and the question names a side's value, or when the two best
     answering passages are the two passages that state the values.
     """
@@ -170,7 +173,8 @@ def _about(conflict: ConflictDraft, judged: Judgement, query: str, admissible: M
         for term in content_terms(conflict.proposition.replace("_", " ").replace(".", " "))
         if term not in UNIT_WORDS
     ]
-    if key and key[-1] in content_terms(query):
+    best_states_side = answering[0] in {side.passage_id for side in conflict.sides}
+    if key and key[-1] in content_terms(query) and (best_states_side or asks_or_names(query, contested)):
         return True
     if leading_notes[0] in notes and any(mentions(query, side.value) for side in conflict.sides):
         return True
