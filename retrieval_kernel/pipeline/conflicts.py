@@ -148,9 +148,10 @@ def _about(conflict: ConflictDraft, judged: Judgement, query: str, admissible: M
     else. Then the question is about the
     conflict when it names what the proposition asserts (the last word of its key that is not a
     unit: ``window`` in ``refund_window_days``, ``retries`` in ``order_events_max_retries``) and
-    either its best answer states a side's value or it asks for (or names) a value of the contested
-    kind ("in which week are pupils assessed" names the pupils of a contested class size, answered
-    by the assessment section), or
+    either its best answer states a side's value, or it names the whole key with its unit ("refund
+    window and shipping days"), or it asks for (or names) a value of the contested kind ("in which
+    week are pupils assessed" names the pupils of a contested class size, answered by the
+    assessment section), or
     when the best answer is a side's and the question names a side's value, or when the two best
     answering passages are the two passages that state the values.
     """
@@ -168,18 +169,21 @@ def _about(conflict: ConflictDraft, judged: Judgement, query: str, admissible: M
         return False  # "at what times are items fetched" does not ask how many items may be out at once
     if asks_for_no_value(query, contested):
         return False  # "who inspects the flying system" does not ask how many months between inspections
-    key = [
-        term
-        for term in content_terms(conflict.proposition.replace("_", " ").replace(".", " "))
-        if term not in UNIT_WORDS
-    ]
+    key = [term for term in _key_terms(conflict.proposition) if term not in UNIT_WORDS]
+    query_terms = set(content_terms(query))
     best_states_side = answering[0] in {side.passage_id for side in conflict.sides}
-    if key and key[-1] in content_terms(query) and (best_states_side or asks_or_names(query, contested)):
+    names_whole_key = set(_key_terms(conflict.proposition)) <= query_terms  # "shipping days": the key, unit and all
+    if key and key[-1] in query_terms and (best_states_side or names_whole_key or asks_or_names(query, contested)):
         return True
     if leading_notes[0] in notes and any(mentions(query, side.value) for side in conflict.sides):
         return True
     stating = _stating_passages(conflict, admissible)
     return len(stating) == len(conflict.sides) and set(answering[:2]) == stating  # the two best answers disagree
+
+
+def _key_terms(proposition: str) -> list[str]:
+    """The content terms of a fact's key (``shipping_days``: ship, day)."""
+    return content_terms(proposition.replace("_", " ").replace(".", " "))
 
 
 def _contested_lead(
