@@ -39,6 +39,7 @@ from ..projections.lexical import LexicalProjection, analyze
 from ..store.records import StoredPassage
 from .answer_type import AnswerType, PassageText, asked_type, question_parts, unstated, value_sentences
 from .lanes import LaneRun
+from .periods import asked_week, names_week
 
 if TYPE_CHECKING:
     from .candidates import Candidate
@@ -178,6 +179,7 @@ class Judgement:
     reach: float = 0.0  # a passage the caller may not use answers from this probability (at least ``floor``)
     unstated: AnswerType | None = None  # the kind of value asked for that no leading passage states
     stated_similarity: float | None = None  # the closest value-stating sentence's cosine to the question
+    unmatched_week: int | None = None  # the numbered week asked about that no leading passage is about
 
     @classmethod
     def unjudged(cls) -> Judgement:
@@ -186,10 +188,20 @@ class Judgement:
 
     @property
     def answerable(self) -> bool:
-        return self.confidence >= self.threshold and self.unstated is None
+        return self.confidence >= self.threshold and self.unstated is None and self.unmatched_week is None
+
+    @property
+    def vetoed(self) -> bool:
+        """Whether a confident judgement was overruled by what the leading passages lack (a value, a week)."""
+        return self.confidence >= self.threshold and (self.unstated is not None or self.unmatched_week is not None)
 
     def why_not(self) -> str:
         """Why nothing found answers (for exclusions and abstentions)."""
+        if self.unmatched_week is not None and self.confidence >= self.threshold:
+            return (
+                f"the question asks about week {self.unmatched_week} and none of the leading passages is about "
+                f"that week (confidence {self.confidence:.2f} otherwise)"
+            )
         if self.unstated is not None and self.confidence >= self.threshold:
             closest = (
                 ""
@@ -279,6 +291,9 @@ class Judge:
         ordered = pair is self.models.hybrid
         unknown = leading[0].unknown if leading else 0.0
         missing, closest = self.unstated_value(query, ranked[:TYPED_LEADING], unseen, dense=pair is self.models.hybrid)
+        week = asked_week(query)
+        if week is not None and any(names_week(_identity_texts(c.stored), week) for c in ranked[:TYPED_LEADING]):
+            week = None
         return Judgement(
             confidence,
             pair.question.threshold,
@@ -289,6 +304,7 @@ class Judge:
             reach=pair.passage.reach,
             unstated=missing,
             stated_similarity=closest,
+            unmatched_week=week,
         )
 
     def unstated_value(
@@ -424,6 +440,12 @@ def _words(stored: StoredPassage) -> frozenset[str]:
     """The terms a passage offers: its text, its heading path and its note's name."""
     passage = stored.passage
     return _terms_of(" ".join([passage.text, *passage.heading_path, passage.module.replace("-", " ")]))
+
+
+def _identity_texts(stored: StoredPassage) -> tuple[str, ...]:
+    """Where a passage says what it is about: its id (its note's), its path, its heading path and its text."""
+    passage = stored.passage
+    return (passage.id, passage.path, *passage.heading_path, passage.text)
 
 
 def _title(stored: StoredPassage) -> str:

@@ -550,10 +550,10 @@ def _outcome_id(packet: Packet) -> str:
 
 
 def _unstated_warning(judgement: Judgement | None, abstention: str | None) -> tuple[str, ...]:
-    """Why a confident judgement still abstained: the value the question asks for is stated nowhere near."""
-    if judgement is None or abstention != ABSTAIN_BELOW_THRESHOLD or judgement.unstated is None:
+    """Why a confident judgement still abstained: the value (or the week) asked about is nowhere near."""
+    if judgement is None or abstention != ABSTAIN_BELOW_THRESHOLD or not judgement.vetoed:
         return ()
-    return (judgement.why_not(),) if judgement.confidence >= judgement.threshold else ()
+    return (judgement.why_not(),)
 
 
 def _trace_id(query: str, request: Request, budget: Budget, top: int, lanes: tuple[LaneReport, ...]) -> str:

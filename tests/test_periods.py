@@ -1,0 +1,82 @@
+"""A question about one numbered week is answered only by a passage about that week."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_answerability import AS_OF, md, workspace  # tests/ is on sys.path (rootdir-less test modules)
+
+from retrieval_kernel.pipeline.periods import asked_week, names_week
+
+
+@pytest.mark.parametrize(
+    ("question", "week"),
+    [
+        ("How many passengers did we handle in week 13?", 13),
+        ("How many passengers did we carry in week 14, and how many bags were mishandled?", 14),
+        ("wk 9: how many operations?", 9),
+        ("What was on at 10:30 in week 12?", 12),
+        ("In which week of the term are pupils assessed?", None),  # no number: not a named week
+        ("Week 3 or week 4, which was busier?", None),  # two weeks: not one identity
+        ("Is the return due within 2 weeks?", None),  # a length of time
+    ],
+)
+def test_the_week_a_question_names(question: str, week: int | None) -> None:
+    assert asked_week(question) == week
+
+
+@pytest.mark.parametrize(
+    ("texts", "week", "named"),
+    [
+        (["traffic-week-2027-15#passengers"], 15, True),  # a note id with the year
+        (["records/traffic-week-2027-15.md"], 5, False),
+        (["Weekly return", "Week 15"], 15, True),
+        (["Return for 2027-W13"], 13, True),  # ISO week
+        (["Reports are due within 2 weeks."], 2, False),
+        (["Week 2027 archive"], 20, False),
+    ],
+)
+def test_where_a_passage_names_a_week(texts: list[str], week: int, named: bool) -> None:
+    assert names_week(texts, week) is named
+
+
+RETURNS = {
+    f"records/traffic-week-2027-{week}.md": md(
+        f"Weekly traffic return, week {week}",
+        {"Passengers": f"We handled {count} passengers and {flights} flights this week."},
+        id=f"traffic-week-2027-{week}",
+        authority="reference",
+        kind="record",
+        observed="2026-11-29",
+    )
+    for week, count, flights in ((14, 17105, 221), (15, 18420, 236))
+} | {  # the rest of a small airport's notes: a background the judge can tell the returns apart from
+    "policies/parking.md": md(
+        "Parking tariff",
+        {"Short stay": "Short stay parking costs 5 euro an hour.", "Long stay": "Long stay costs 14 euro a day."},
+        id="parking",
+        authority="authoritative",
+    ),
+    "policies/lounge.md": md(
+        "Lounge rules",
+        {"Entry": "Walk-in entry to the lounge costs 35 euro for an adult.", "Stay": "Guests may stay 4 hours."},
+        id="lounge",
+        authority="authoritative",
+    ),
+    "reference/facts.md": md(
+        "Airport facts",
+        {"Runway": "The runway is 2150 metres long.", "Gates": "The terminal has 6 gates and 12 stands."},
+        id="facts",
+        authority="authoritative",
+    ),
+}
+
+
+def test_a_week_the_returns_do_not_cover_is_not_answered_by_another_week(tmp_path: Path) -> None:
+    with workspace(tmp_path, RETURNS, lanes=("identity", "lexical", "dense")) as ws:
+        covered = ws.query("How many passengers did we handle in week 15?", as_of=AS_OF)
+        missing = ws.query("How many passengers did we handle in week 13?", as_of=AS_OF)
+    assert not covered.abstained and covered.evidence[0].id.startswith("traffic-week-2027-15#")
+    assert missing.abstained and missing.abstention_reason == "below_threshold"
+    assert any("asks about week 13" in warning for warning in missing.warnings)
