@@ -80,3 +80,38 @@ def test_a_week_the_returns_do_not_cover_is_not_answered_by_another_week(tmp_pat
     assert not covered.abstained and covered.evidence[0].id.startswith("traffic-week-2027-15#")
     assert missing.abstained and missing.abstention_reason == "below_threshold"
     assert any("asks about week 13" in warning for warning in missing.warnings)
+
+
+TIED_POLICY = {
+    "policies/missed-bins.md": md(
+        "Missed bins policy",
+        {"Reporting a missed bin": "Residents report a missed bin within 48 hours. Missed bin reports are logged."},
+        id="missed-bins",
+        authority="authoritative",
+        asserts={"missed_bin_report_hours": 48},
+    ),
+    "procedures/contact-centre.md": md(
+        "Contact centre guide",
+        {"Missed bin reports": "A missed bin can be reported up to 72 hours after collection day; we log each one."},
+        id="contact-centre",
+        authority="authoritative",
+        asserts={"missed_bin_report_hours": 72},
+    ),
+    "records/returns-week-39.md": md(
+        "Weekly return, week 39",
+        {"Missed bins": "We logged 112 missed bin reports this week."},
+        id="returns-week-39",
+        authority="reference",
+        kind="record",
+        observed="2026-11-29",
+    ),
+}
+
+
+def test_a_week_nobody_reports_abstains_for_that_reason_not_for_a_tie_on_the_leading_notes(tmp_path: Path) -> None:
+    # The tied notes lead (they name missed bin reports), but the question is about week 38's count,
+    # which no note states: the tie is not what it asks, the missing week is.
+    with workspace(tmp_path, RETURNS | TIED_POLICY, lanes=("identity", "lexical", "dense")) as ws:
+        packet = ws.query("How many missed bin reports were logged in week 38?", as_of=AS_OF)
+    assert packet.abstained and packet.abstention_reason == "below_threshold"
+    assert any("asks about week 38" in warning for warning in packet.warnings)

@@ -125,6 +125,8 @@ def mark_blocking(
             for c in conflicts
         ]
     admissible = {c.id: c for c in eligible}
+    if judged.vetoed:  # a confident match that lacks the value or the week asked for: not a tie's question
+        return [replace(c, blocking=False) for c in conflicts]
     about = _about if judged.answerable else _contested_lead
     return [replace(c, blocking=c.kind == "unresolved" and about(c, judged, query, admissible)) for c in conflicts]
 
