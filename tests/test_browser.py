@@ -23,7 +23,7 @@ import pytest
 from lab_process import CHROMIUM, CHROMIUM_ARGS, ROOT, free_port
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Page
+    from playwright.sync_api import Locator, Page
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -162,7 +162,7 @@ def _run_all(tab: Page) -> None:
     cells = tab.locator(".jp-Notebook .jp-CodeCell")
     for index in range(len(CELLS)):
         for _attempt in range(5):
-            cells.nth(index).locator(".jp-InputArea-editor").click()
+            _click(tab, cells.nth(index).locator(".jp-InputArea-editor"))
             tab.keyboard.press("Shift+Enter")
             if _wait_prompt(tab, index, lambda prompt: prompt not in ("[ ]:", ""), seconds=8):
                 break
@@ -170,6 +170,17 @@ def _run_all(tab: Page) -> None:
             f"cell {index} did not finish: {_execution_counts(tab)}"
         )
     _wait_idle(tab)
+
+
+def _click(tab: Page, target: Locator) -> None:
+    """Click ``target``; when a Lab dialog is in the way, fail with what the dialog says."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        target.click(timeout=30_000)
+    except PlaywrightTimeout:
+        dialogs = tab.locator(".jp-Dialog").all_inner_texts()
+        raise AssertionError(f"could not click the cell; Lab dialogs open: {dialogs}") from None
 
 
 def _wait_prompt(tab: Page, index: int, done: Callable[[str], bool], seconds: float) -> bool:
