@@ -15,6 +15,7 @@ from retrieval_kernel.pipeline.answer_type import (
     counted_thing,
     counts,
     named_kinds,
+    priced_thing,
     question_parts,
     stating_sentences,
     unstated,
@@ -115,6 +116,34 @@ def test_an_unstated_type_makes_a_confident_judgement_unanswerable_and_says_why(
     assert not barred.answerable and barred.leading() == []
     assert "asks for a time of day" in barred.why_not()
     assert "asks for" not in Judgement(0.1, 0.5, {"p": 0.1}, 0.3, unstated=kind).why_not()
+
+
+@pytest.mark.parametrize(
+    ("question", "thing"),
+    [
+        ("How much does motorcycle parking cost?", {"motorcycl", "park"}),
+        ("How much is a junior swim for my 9 year old?", {"junior", "swim"}),  # for whom: not the thing
+        ("How much is a Gold membership per month?", {"gold", "membership"}),
+        ("How much does it cost to neuter a rabbit?", {"rabbit"}),  # the verb is not priced
+        ("What's the fee to register a Tallycard?", {"regist", "tallycard"}),
+        ("How much is the fuel surcharge per car at the moment?", {"fuel", "surcharg"}),
+        ("How much is still owed on PB-3317?", set()),  # a balance, not a price
+        ("How much notice do I need?", set()),
+    ],
+)
+def test_the_priced_thing_is_what_a_money_question_asks_the_price_of(question: str, thing: set[str]) -> None:
+    assert priced_thing(question) == thing
+
+
+def test_a_price_of_something_else_does_not_answer_what_this_costs() -> None:
+    question = "How much does motorcycle parking cost?"
+    cars = _read("Parking a car costs 3 euro an hour or 14 euro a day.", "Car park charges")
+    assert unstated(question, _idf(question), [cars]) is not None  # a price, and not the motorcycles'
+    bikes = _read("Motorcycles park free in the marked bays.", "Car park charges")
+    assert unstated(question, _idf(question), [cars, bikes]) is None
+    copies = "How much is a black and white photocopy?"
+    printed = _read("Black and white prints and copies cost 0.10 euro per A4 page.", "Printing")
+    assert unstated(copies, _idf(copies), [printed]) is None  # "copies" is the photocopy's price
 
 
 def _notes(tmp_path: Path, canteen: str) -> Workspace:

@@ -1,13 +1,14 @@
-"""A question about one numbered week is answered only by a passage about that week."""
+"""A question about one numbered week (or the next occurrence of something) is answered only by a passage about it."""
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import pytest
 from test_answerability import AS_OF, md, workspace  # tests/ is on sys.path (rootdir-less test modules)
 
-from retrieval_kernel.pipeline.periods import asked_week, names_week
+from retrieval_kernel.pipeline.periods import asked_week, asks_next, gives_coming_date, names_week
 
 
 @pytest.mark.parametrize(
@@ -115,3 +116,74 @@ def test_a_week_nobody_reports_abstains_for_that_reason_not_for_a_tie_on_the_lea
         packet = ws.query("How many missed bin reports were logged in week 38?", as_of=AS_OF)
     assert packet.abstained and packet.abstention_reason == "below_threshold"
     assert any("asks about week 38" in warning for warning in packet.warnings)
+
+
+@pytest.mark.parametrize(
+    ("question", "asks"),
+    [
+        ("When is the next fire drill at Central?", True),
+        ("What's the date of the next evacuation drill at the bus station?", True),
+        ("When's the next consultative committee meeting?", True),
+        ("When will the next audit be?", True),
+        ("When is the bin collected next week?", False),  # a period, not the next occurrence
+        ("When does the next ferry leave?", False),  # a timetable's times answer that
+        ("How often are fire drills held?", False),
+    ],
+)
+def test_which_questions_ask_for_the_next_occurrence(question: str, asks: bool) -> None:
+    assert asks_next(question) is asks
+
+
+@pytest.mark.parametrize(
+    ("text", "coming"),
+    [
+        ("A fire drill is held twice a year, once in spring and once in autumn.", False),  # how often, not when
+        ("The committee meets 4 times a year.", False),
+        ("Environment committee, 14 September 2027.", False),  # before the clock
+        ("Next meeting: 12 November.", True),  # no year: the clock's
+        ("The panel meets on the first Tuesday of each month.", True),
+        ("The next audit is due 2027-10-07.", True),
+        ("Rota for June 31.", False),  # not a date
+    ],
+)
+def test_which_texts_give_a_coming_date(text: str, coming: bool) -> None:
+    assert gives_coming_date(text, dt.date(2027, 10, 6)) is coming
+
+
+DRILLS = RETURNS | {
+    "procedures/evacuation.md": md(
+        "Evacuation procedure",
+        {
+            "Fire drills": "A full evacuation drill of the terminal is held twice a year, without warning.",
+            "Assembly points": "Passengers gather at assembly point B in the short stay car park.",
+        },
+        id="evacuation",
+        authority="authoritative",
+    ),
+}
+
+
+def test_how_often_does_not_answer_when_the_next_one_is(tmp_path: Path) -> None:
+    with workspace(tmp_path, DRILLS, lanes=("identity", "lexical", "dense")) as ws:
+        often = ws.query("How often is there a fire drill in the terminal?", as_of=AS_OF)
+        next_one = ws.query("When is the next fire drill in the terminal?", as_of=AS_OF)
+    assert not often.abstained and often.evidence[0].id == "evacuation#fire-drills"
+    assert next_one.abstained and next_one.abstention_reason == "below_threshold"
+    assert any("when the next one is" in warning for warning in next_one.warnings)
+
+
+def test_a_coming_date_answers_when_the_next_one_is(tmp_path: Path) -> None:
+    scheduled = {
+        "procedures/evacuation.md": md(
+            "Evacuation procedure",
+            {
+                "Fire drills": "A full evacuation drill of the terminal is held twice a year; "
+                "the next is on 3 March 2027."
+            },
+            id="evacuation",
+            authority="authoritative",
+        ),
+    }
+    with workspace(tmp_path, RETURNS | scheduled, lanes=("identity", "lexical", "dense")) as ws:
+        packet = ws.query("When is the next fire drill in the terminal?", as_of=AS_OF)
+    assert not packet.abstained and packet.evidence[0].id == "evacuation#fire-drills"

@@ -340,6 +340,54 @@ def asked_role(question: str) -> frozenset[str]:
     return frozenset(term for word in words for term in analyze(word)) - _NOT_ROLE_WORDS
 
 
+# "How much does motorcycle parking cost?": the priced thing is what the question asks the price of,
+# up to where it says for whom, per what, where or when ("a junior swim for my 9 year old"); in "what
+# does it cost to hire the sports hall" the verb is not part of it.
+_PRICED_END = r"(?:\?|$|,| if | when | for | per | at | after | from | this | today| now)"
+_PRICED = tuple(
+    re.compile(pattern + _PRICED_END, re.IGNORECASE)
+    for pattern in (
+        r"\bhow much (?:does|do|will|would|did) (?:it cost to |it cost for |we charge for )?(.+?) (?:cost|charge)",
+        r"\bwhat (?:does|do|will|would|did) (?:it cost to |it cost for |we charge for )?(.+?) (?:cost|charge)",
+        r"\bhow much (?:is|are) (?:it (?:to|for) )?(.+?)",
+        r"\b(?:cost|charge)s? (?:us |you |me )?to (?:\w+ )(?:off |in |up )?(.+?)",  # the verb is not priced
+        r"\b(?:price|cost|fee|charge|rate)s? (?:of|for|to) (.+?)",
+    )
+)
+_OWED = re.compile(r"\b(?:owed?|owing|outstanding|balance|left to pay|paid)\b", re.IGNORECASE)
+_NOT_PRICED = frozenset(analyze("it cost costs price fee charge much one each whole all every"))
+_SAME_STEM = 4  # "photocopy" and "copies", "wheelie" and "wheeled": one term ends or begins the other
+
+
+def priced_thing(question: str) -> frozenset[str]:
+    """The index terms of what a money question asks the price of ("motorcycle parking" -> ``motorcycl``,
+    ``park``); empty when its wording names none, or it asks what is owed rather than a price."""
+    if _OWED.search(question):
+        return frozenset()
+    for pattern in _PRICED:
+        found = pattern.search(question)
+        if found:
+            return frozenset(analyze(found.group(1))) - _NOT_PRICED - TYPE_WORDS
+    return frozenset()
+
+
+def prices(text: str, context: Set[str], thing: Set[str]) -> bool:
+    """Whether a sentence of ``text`` states an amount and, with the heading path, names the whole ``thing``."""
+    money = next(kind for kind in ANSWER_TYPES if kind.name == "money")
+    for sentence in stating_sentences(text, money):
+        words = context | set(analyze(sentence))
+        if all(any(_same_stem(term, word) for word in words) for term in thing):
+            return True
+    return False
+
+
+def _same_stem(term: str, word: str) -> bool:
+    if term == word:
+        return True
+    short, long = sorted((term, word), key=len)
+    return len(short) >= _SAME_STEM and (long.startswith(short) or long.endswith(short))
+
+
 def names_role(text: str, context: Set[str], role: Set[str]) -> bool:
     """Whether a sentence of ``text`` names a person and, with the heading path (``context``), the whole ``role``.
 
@@ -539,6 +587,9 @@ def unstated(question: str, idf: Mapping[str, float], leading: Sequence[PassageT
     counted = counted_thing(question) if kind.name == "count" else None
     if counted and any(counted in p.holds for p in leading) and not any(counts(p.text, counted) for p in stating):
         return kind  # the notes name what is counted and never put a number on it
+    priced = priced_thing(question) if kind.name == "money" else None
+    if priced and not any(prices(p.text, p.context, priced) for p in stating):
+        return kind  # prices appear, none beside the thing asked about
     role = asked_role(question) if kind.name == "person" else None
     if role and not any(names_role(p.text, p.context, role) for p in stating):
         return kind  # names appear, none beside the role asked about

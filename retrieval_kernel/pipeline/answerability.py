@@ -26,6 +26,7 @@ uses the lexical-only pair.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
 import statistics
@@ -39,7 +40,7 @@ from ..projections.lexical import LexicalProjection, analyze
 from ..store.records import StoredPassage
 from .answer_type import AnswerType, PassageText, asked_type, question_parts, unstated, value_sentences
 from .lanes import LaneRun
-from .periods import asked_week, names_week
+from .periods import asked_week, asks_next, gives_coming_date, names_week
 
 if TYPE_CHECKING:
     from .candidates import Candidate
@@ -180,6 +181,7 @@ class Judgement:
     unstated: AnswerType | None = None  # the kind of value asked for that no leading passage states
     stated_similarity: float | None = None  # the closest value-stating sentence's cosine to the question
     unmatched_week: int | None = None  # the numbered week asked about that no leading passage is about
+    unscheduled: bool = False  # it asks when the next one is, and no leading passage gives a coming date
 
     @classmethod
     def unjudged(cls) -> Judgement:
@@ -188,12 +190,16 @@ class Judgement:
 
     @property
     def answerable(self) -> bool:
-        return self.confidence >= self.threshold and self.unstated is None and self.unmatched_week is None
+        return self.confidence >= self.threshold and not self._lacking
 
     @property
     def vetoed(self) -> bool:
         """Whether a confident judgement was overruled by what the leading passages lack (a value, a week)."""
-        return self.confidence >= self.threshold and (self.unstated is not None or self.unmatched_week is not None)
+        return self.confidence >= self.threshold and self._lacking
+
+    @property
+    def _lacking(self) -> bool:
+        return self.unstated is not None or self.unmatched_week is not None or self.unscheduled
 
     def why_not(self) -> str:
         """Why nothing found answers (for exclusions and abstentions)."""
@@ -201,6 +207,11 @@ class Judgement:
             return (
                 f"the question asks about week {self.unmatched_week} and none of the leading passages is about "
                 f"that week (confidence {self.confidence:.2f} otherwise)"
+            )
+        if self.unscheduled and self.confidence >= self.threshold:
+            return (
+                "the question asks when the next one is and none of the leading passages gives a coming date "
+                f"(confidence {self.confidence:.2f} otherwise)"
             )
         if self.unstated is not None and self.confidence >= self.threshold:
             closest = (
@@ -276,8 +287,14 @@ class Judge:
         return self._models
 
     def judge(
-        self, query: str, ranked: Sequence[Candidate], runs: Mapping[str, LaneRun], unseen: Unseen | None = None
+        self,
+        query: str,
+        ranked: Sequence[Candidate],
+        runs: Mapping[str, LaneRun],
+        unseen: Unseen | None = None,
+        as_of: dt.date | None = None,
     ) -> Judgement:
+        """How likely ``ranked`` answer ``query``; ``as_of`` (the packet's clock) tells coming dates from past ones."""
         pair = self.models.for_runs(runs)
         signals = self.signals(query, ranked[:POOL_JUDGED], runs, unseen)
         named = {pid for pid, _ in runs["identity"].ranking} if "identity" in runs else set()
@@ -294,6 +311,7 @@ class Judge:
         week = asked_week(query)
         if week is not None and any(names_week(_identity_texts(c.stored), week) for c in ranked[:TYPED_LEADING]):
             week = None
+        unscheduled = as_of is not None and self.unscheduled(query, ranked[:TYPED_LEADING], as_of, unseen)
         return Judgement(
             confidence,
             pair.question.threshold,
@@ -305,7 +323,25 @@ class Judge:
             unstated=missing,
             stated_similarity=closest,
             unmatched_week=week,
+            unscheduled=unscheduled,
         )
+
+    def unscheduled(self, query: str, leading: Sequence[Candidate], as_of: dt.date, unseen: Unseen | None) -> bool:
+        """Whether ``query`` asks when the next one is and no ``leading`` passage about it gives a coming date.
+
+        A passage is about it when it holds the question's most specific word that any leading passage
+        holds ("drill" in "when is the next fire drill at Central?", not "Central" of the opening hours).
+        """
+        if not asks_next(query):
+            return False
+        idf, _ = self._idf(content_terms(query), unseen)
+        offered = [_words(c.stored) for c in leading]
+        held = [term for term in idf if any(term in words for words in offered)]
+        if not held:
+            return False
+        specific = max(held, key=lambda term: (idf[term], term))
+        about = [c for c, words in zip(leading, offered, strict=True) if specific in words]
+        return not any(gives_coming_date(text, as_of) for c in about for text in _identity_texts(c.stored))
 
     def unstated_value(
         self, query: str, leading: Sequence[Candidate], unseen: Unseen | None = None, dense: bool = False

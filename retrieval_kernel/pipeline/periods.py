@@ -5,12 +5,15 @@ same words, same kind of number, a confident match, and the wrong week. A number
 identity, like an order number: the record of another week does not answer for it. A passage is
 about week 13 when its note's path, its heading path or its text names that week ("week 13",
 "wk 13", ``traffic-week-2027-13``, "2027-W13").
+
+The same holds for the next occurrence of something (see ``asks_next``).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 _ASKED_WEEK = re.compile(r"\b(?:week|wk)\s*(?:no\.?\s*|number\s*)?(\d{1,2})(?!\d|[:.]\d)", re.IGNORECASE)
 
@@ -25,3 +28,55 @@ def names_week(texts: Iterable[str], week: int) -> bool:
     """Whether any of ``texts`` (a path, a heading path, a passage) names week ``week``."""
     pattern = re.compile(rf"(?:\bweek|\bwk|\d{{4}}-?w)[\s_-]*(?:\d{{4}}[\s_-]+)?0?{week}(?![\d])", re.IGNORECASE)
     return any(pattern.search(text) for text in texts)
+
+
+# "When is the next fire drill?" asks for a coming date. "Drills are held twice a year" says how
+# often, not when: it does not answer. A passage answers with a date on or after the clock, a day
+# of the week ("every first Tuesday") or a date it calls the next one.
+_ASKS_NEXT = re.compile(  # not "when does the next bus leave?": a timetable's times answer that
+    r"\bwhen(?:'s| is| are)\s+(?:the |our )?next\b(?!\s+(?:week|month|year|day|quarter|term|season)s?\b)"
+    r"|\bwhen will the next\b[^?]*\b(?:be|happen|take place|held)\b|\b(?:date|day) (?:of|for) (?:the |our )?next\b",
+    re.IGNORECASE,
+)
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_MONTH_NAME = (
+    r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?"
+    r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
+_DAY_MONTH = re.compile(
+    rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH_NAME}\b\.?(?:,?\s+(\d{{4}}))?", re.IGNORECASE
+)
+_MONTH_DAY = re.compile(rf"\b{_MONTH_NAME}\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s+(\d{{4}}))?", re.IGNORECASE)
+_ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+_DAY_OF_WEEK = re.compile(r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b", re.IGNORECASE)
+
+
+def asks_next(question: str) -> bool:
+    """Whether ``question`` asks when the next occurrence of something is ("when is the next drill?")."""
+    return bool(_ASKS_NEXT.search(question))
+
+
+def gives_coming_date(text: str, as_of: dt.date) -> bool:
+    """Whether ``text`` gives a date on or after ``as_of`` or a day of the week (a coming occurrence)."""
+    return bool(_DAY_OF_WEEK.search(text)) or any(day >= as_of for day in _dates(text, as_of.year))
+
+
+def _dates(text: str, year: int) -> Iterator[dt.date]:
+    """The calendar dates ``text`` names (a date without a year is taken in ``year``)."""
+    for found in _ISO_DATE.finditer(text):
+        yield from _date(int(found[1]), int(found[2]), int(found[3]))
+    for day, month, named_year in _DAY_MONTH.findall(text):
+        yield from _date(int(named_year or year), _month(month), int(day))
+    for month, day, named_year in _MONTH_DAY.findall(text):
+        yield from _date(int(named_year or year), _month(month), int(day))
+
+
+def _month(name: str) -> int:
+    return _MONTHS.index(name[:3].lower()) + 1
+
+
+def _date(year: int, month: int, day: int) -> Iterator[dt.date]:
+    try:
+        yield dt.date(year, month, day)
+    except ValueError:  # "31 June": not a date
+        return

@@ -295,7 +295,7 @@ class Workspace(Upkeep):
             from .rerank import rerank
 
             ranked = rerank(query, ranked, self.reranker)
-        judgement = self._judge(query, ranked, runs, view) if ranked and self.judge_answers else None
+        judgement = self._judge(query, ranked, runs, view, request.as_of) if ranked and self.judge_answers else None
         aside = [] if abstention == ABSTAIN_UNDERSPECIFIED else self._set_aside(aside_runs)
         if aside and abstention in (ABSTAIN_NO_MATCH, ABSTAIN_BELOW_THRESHOLD):
             abstention = None  # found, but never current: the policy says so (filtered_by_validity)
@@ -456,11 +456,13 @@ class Workspace(Upkeep):
         question = projection.embed_query(query)
         return [float(vectors[text] @ question) for text in texts]
 
-    def _judge(self, query: str, ranked: list[Candidate], runs: dict[str, LaneRun], view: ScopeView) -> Judgement:
+    def _judge(
+        self, query: str, ranked: list[Candidate], runs: dict[str, LaneRun], view: ScopeView, as_of: dt.date
+    ) -> Judgement:
         """How likely the candidates answer, from what the caller may see; passages outside the caller's
         scopes are judged too (only to say that the answer is out of scope), never shown."""
         unseen = view.unseen
-        judgement = self.judge.judge(query, ranked, runs, unseen)
+        judgement = self.judge.judge(query, ranked, runs, unseen, as_of)
         hidden = sorted(frozenset().union(*(run.hidden for run in runs.values())))
         if not hidden:
             return judgement
