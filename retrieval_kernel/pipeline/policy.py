@@ -30,6 +30,7 @@ Steps, in order; a later step never overrides an earlier one:
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -50,6 +51,7 @@ from .candidates import (
     FILTERED_BY_SCOPE,
     FILTERED_BY_VALIDITY,
     HISTORICAL,
+    NOT_YET_VALID,
     ROLE_ORDER,
     SUPERSEDED,
     SUPERSESSION,
@@ -64,6 +66,7 @@ from .candidates import (
     effective_status,
 )
 from .conflicts import find_conflicts, mark_blocking, mentions, value_key
+from .freshness import source_age_days
 from .validity import Observations, Standing, with_successors
 
 NEAR_DUPLICATE_JACCARD = 0.8  # word-trigram overlap at which two passages say the same thing
@@ -95,7 +98,7 @@ def select(
     excluded: list[Exclusion] = []
     in_play: set[str] = set()  # notes ranked no lower than the CONFLICT_WINDOW-th (or top-th) eligible candidate
     for candidate in with_successors(candidates, standing, lead_passage):
-        code, detail = standing.of(candidate.path)
+        code, detail = _observed_after(candidate, request.as_of) or standing.of(candidate.path)
         if len(eligible) < max(top, CONFLICT_WINDOW):
             in_play.add(candidate.path)
         if code is None:
@@ -129,6 +132,15 @@ def select(
     elif not admitted and any(e.code in VALIDITY_CODES and judged.answers(e.candidate) for e in excluded):
         reach = FILTERED_BY_VALIDITY
     return Selection(tuple(admitted), history, tuple(excluded), tuple(conflicts), counts, reach)
+
+
+def _observed_after(candidate: Candidate, as_of: dt.date) -> tuple[str, str] | None:
+    """A passage observed after the clock was not yet on file then: as of that clock it is not yet valid
+    (asked "as of 4 March", the return written on 8 March does not answer)."""
+    age = source_age_days(candidate.stored.observed_at, as_of)
+    if age is None or age >= 0:
+        return None
+    return NOT_YET_VALID, f"observed {candidate.stored.observed_at}, after the clock {as_of.isoformat()}"
 
 
 def _set_aside_in_play(candidates: Sequence[Candidate], window: Sequence[Candidate], judged: Judgement) -> set[str]:
