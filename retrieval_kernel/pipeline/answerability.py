@@ -334,7 +334,7 @@ class Judge:
         """
         if not asks_next(query):
             return False
-        idf, _ = self._idf(content_terms(query), unseen)
+        idf, _ = self._idf([term for term in content_terms(query) if term != "next"], unseen)  # what, not when
         offered = [_words(c.stored) for c in leading]
         held = [term for term in idf if any(term in words for words in offered)]
         if not held:

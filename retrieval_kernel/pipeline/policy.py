@@ -98,7 +98,9 @@ def select(
     excluded: list[Exclusion] = []
     in_play: set[str] = set()  # notes ranked no lower than the CONFLICT_WINDOW-th (or top-th) eligible candidate
     for candidate in with_successors(candidates, standing, lead_passage):
-        code, detail = _observed_after(candidate, request.as_of) or standing.of(candidate.path)
+        code, detail = standing.of(candidate.path)
+        if code is None:
+            code, detail = _observed_after(candidate, request.as_of) or (None, "")
         if len(eligible) < max(top, CONFLICT_WINDOW):
             in_play.add(candidate.path)
         if code is None:
