@@ -184,13 +184,13 @@ def test_refund_audit_shows_revision_a_as_history(refund: Workspace, how: dict[s
 
 
 def test_refund_revision_a_is_current_before_b_is_valid(refund: Workspace) -> None:
-    packet = refund.query(REFUND_QUERY, as_of="2026-06-01")
+    packet = refund.query(REFUND_QUERY, as_of="2026-11-29")  # the forum post is on file, the order not yet
     assert not packet.abstained
     a = item(packet, REV_A)
     assert (a.role, a.status) == ("current", "current")
     assert "no successor is valid" in a.reason
     assert REV_B not in ids(packet)
-    assert excluded(packet) == [(REV_B, "not_yet_valid")]
+    assert sorted(excluded(packet)) == [(ORDER, "not_yet_observed"), (REV_B, "not_yet_valid")]
     assert packet.exclusions["not_yet_valid"] == 1
     assert "superseded" not in packet.exclusions
     assert item(packet, FORUM).role == "explanation"
@@ -199,8 +199,18 @@ def test_refund_revision_a_is_current_before_b_is_valid(refund: Workspace) -> No
     assert conflict.winner == REV_A
 
 
+def test_notes_written_after_the_clock_are_not_evidence_then(refund: Workspace) -> None:
+    packet = refund.query(REFUND_QUERY, as_of="2026-06-01")  # before the forum post and the order were written
+    assert ids(packet) == [REV_A] and not packet.conflicts
+    assert sorted(excluded(packet)) == [
+        (FORUM, "not_yet_observed"),
+        (ORDER, "not_yet_observed"),
+        (REV_B, "not_yet_valid"),
+    ]
+
+
 def test_refund_conflict_side_status_matches_the_evidence_status(refund: Workspace) -> None:
-    packet = refund.query(REFUND_QUERY, as_of="2026-06-01")
+    packet = refund.query(REFUND_QUERY, as_of="2026-11-29")
     a = item(packet, REV_A)
     sides = [side for conflict in packet.conflicts for side in conflict.evidence if side.id == REV_A]
     assert sides

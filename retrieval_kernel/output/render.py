@@ -150,6 +150,7 @@ _EXCLUSION_TEXT = {
     "beyond_top": "beyond --top",
     "duplicate": "near-duplicates collapsed",
     "not_yet_valid": "not yet valid",
+    "not_yet_observed": "observed after the clock",
     "weak_match": "found but not answering",
 }
 

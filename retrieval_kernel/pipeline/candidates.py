@@ -31,6 +31,7 @@ ROLE_ORDER: dict[str, tuple[str, ...]] = {
 # Exclusion reason codes (scope is only ever counted, never listed).
 SCOPE = "scope"
 NOT_YET_VALID = "not_yet_valid"
+NOT_YET_OBSERVED = "not_yet_observed"  # no validity window, observed after the clock: not on file then
 EXPIRED = "expired"
 SUPERSEDED = "superseded"
 DRAFT, DEPRECATED, REJECTED = "draft", "deprecated", "rejected"

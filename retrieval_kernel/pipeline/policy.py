@@ -51,7 +51,7 @@ from .candidates import (
     FILTERED_BY_SCOPE,
     FILTERED_BY_VALIDITY,
     HISTORICAL,
-    NOT_YET_VALID,
+    NOT_YET_OBSERVED,
     ROLE_ORDER,
     SUPERSEDED,
     SUPERSESSION,
@@ -137,12 +137,16 @@ def select(
 
 
 def _observed_after(candidate: Candidate, as_of: dt.date) -> tuple[str, str] | None:
-    """A passage observed after the clock was not yet on file then: as of that clock it is not yet valid
-    (asked "as of 4 March", the return written on 8 March does not answer)."""
+    """A note without a validity window is current from when it was observed: observed after the clock,
+    it was not on file then (asked "as of 4 March", the return written on 8 March does not answer). It
+    is not a better answer out of reach either (not a validity code). A note with a window is governed
+    by its window, however late it was written."""
+    if candidate.facts.valid_from is not None:
+        return None
     age = source_age_days(candidate.stored.observed_at, as_of)
     if age is None or age >= 0:
         return None
-    return NOT_YET_VALID, f"observed {candidate.stored.observed_at}, after the clock {as_of.isoformat()}"
+    return NOT_YET_OBSERVED, f"observed {candidate.stored.observed_at}, after the clock {as_of.isoformat()}"
 
 
 def _set_aside_in_play(candidates: Sequence[Candidate], window: Sequence[Candidate], judged: Judgement) -> set[str]:
