@@ -194,7 +194,8 @@ class Judgement:
 
     @property
     def vetoed(self) -> bool:
-        """Whether a confident judgement was overruled by what the leading passages lack (a value, a week)."""
+        """Whether a confident judgement was overruled by what the leading passages lack (a value, a week,
+        a coming date)."""
         return self.confidence >= self.threshold and self._lacking
 
     @property

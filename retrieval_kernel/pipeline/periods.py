@@ -31,8 +31,8 @@ def names_week(texts: Iterable[str], week: int) -> bool:
 
 
 # "When is the next fire drill?" asks for a coming date. "Drills are held twice a year" says how
-# often, not when: it does not answer. A passage answers with a date on or after the clock, a day
-# of the week ("every first Tuesday") or a date it calls the next one.
+# often, not when: it does not answer. A passage answers with a date on or after the clock or a day
+# of the week ("every first Tuesday").
 _ASKS_NEXT = re.compile(  # not "when does the next bus leave?": a timetable's times answer that
     r"\bwhen(?:'s| is| are)\s+(?:the |our )?next\b(?!\s+(?:week|month|year|day|quarter|term|season)s?\b)"
     r"|\bwhen will the next\b[^?]*\b(?:be|happen|take place|held)\b|\b(?:date|day) (?:of|for) (?:the |our )?next\b",

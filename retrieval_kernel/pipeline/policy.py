@@ -139,8 +139,8 @@ def select(
 def _observed_after(candidate: Candidate, as_of: dt.date) -> tuple[str, str] | None:
     """A note without a validity window is current from when it was observed: observed after the clock,
     it was not on file then (asked "as of 4 March", the return written on 8 March does not answer). It
-    is not a better answer out of reach either (not a validity code). A note with a window is governed
-    by its window, however late it was written."""
+    is not a better answer out of reach either (not a validity code). A note with a ``valid_from`` is
+    governed by its window, however late it was written."""
     if candidate.facts.valid_from is not None:
         return None
     age = source_age_days(candidate.stored.observed_at, as_of)
