@@ -109,10 +109,18 @@ def _shot(tab: Page, name: str) -> None:
 
 
 def _ask(tab: Page, question: str) -> None:
-    tab.keyboard.press("Alt+Shift+A")  # "Ask project notes": opens the panel with the question box focused
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     box = tab.locator(".rk-panel .rk-question")
-    box.wait_for(state="visible", timeout=10_000)
-    box.fill(question)
+    for attempt in range(3):  # on a loaded machine Lab may finish restoring its layout after the panel opened
+        tab.keyboard.press("Alt+Shift+A")  # "Ask project notes": opens the panel with the question box focused
+        try:
+            box.wait_for(state="visible", timeout=10_000)
+            box.fill(question, timeout=10_000)
+            break
+        except PlaywrightTimeout:
+            if attempt == 2:
+                raise
     answered = tab.locator(".rk-panel .rk-results").get_attribute("data-answers") or "0"
     box.press("Enter")
     tab.wait_for_function(
