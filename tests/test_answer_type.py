@@ -12,6 +12,7 @@ from retrieval_kernel.pipeline.answer_type import (
     PassageText,
     asked_role,
     asked_type,
+    asks_for_no_value,
     counted_thing,
     counts,
     named_kinds,
@@ -318,7 +319,33 @@ def test_a_password_is_stated_only_as_its_value(text: str, states: bool) -> None
         ("Sealed at 6am, opened at 9:30. Usable?", {"clock"}),
         ("Is it still 12?", {"number"}),
         ("Do reminders go by text, by email or both?", set()),
+        ("Can my 17 year old cousin stay the night?", {"age"}),  # an age, not a length of time
+        ("Can a 16-year-old help at the barn?", {"age"}),
+        ("Is a 3-day pass enough?", {"duration"}),
     ],
 )
 def test_the_kinds_of_the_numbers_a_question_names(question: str, kinds: set[str]) -> None:
     assert named_kinds(question) == kinds
+
+
+@pytest.mark.parametrize(
+    ("question", "no_value"),
+    [
+        ("Which bank account does a deposit get paid back into?", True),  # a thing of the sort named
+        ("Which supplier is used for the gas?", True),
+        ("What does the front desk give an overnight guest to carry around?", True),
+        ("What does the site operative do with a van permit?", True),
+        ("Which day does the weekly check run?", False),  # a sort of value: a day
+        ("Which week are pupils assessed in?", False),
+        ("How many nights may a guest stay?", False),
+    ],
+)
+def test_a_question_asking_for_a_thing_asks_for_no_contested_count(question: str, no_value: bool) -> None:
+    assert asks_for_no_value(question, "number") is no_value
+
+
+def test_an_age_a_yes_no_question_names_may_be_a_contested_age_but_not_a_number_of_nights() -> None:
+    question = "Can my 17 year old cousin stay the night?"
+    assert asks_for_no_value(question, "duration")  # "guest_nights_per_week": not what an age checks
+    assert not asks_for_no_value(question, "number")  # "min_age: 18" may be what it checks
+    assert not asks_for_no_value("Can a guest stay four nights?", "duration")  # it names the contested kind

@@ -423,3 +423,24 @@ def test_a_facts_value_kind_comes_from_its_key_or_its_values(key: str, values: l
 )
 def test_an_asked_type_is_answered_only_by_value_kinds_it_can_be(asked: str, value: str | None, answers: bool) -> None:
     assert answers_asked(asked, value) is answers
+
+
+def test_a_side_note_behind_another_notes_answer_blocks_only_with_its_value_close_behind() -> None:
+    eligible = [
+        _passage("noise#response", "The warden reaches a night noise complaint within 20 minutes."),
+        _passage("a#help", "At night, ring the duty warden on 0800 100.", minor_min_age=14),
+        _passage("b#young", "Passengers under 16 must travel with an adult.", minor_min_age=16),
+        _passage("a#children", "Children of 14 or over may travel alone.", minor_min_age=14),
+    ]
+    ranked = ["noise#response", "a#help", "b#young", "a#children"]
+    confident = Judgement(0.9, 0.35, {pid: 0.9 - i / 10 for i, pid in enumerate(ranked)}, 0.02)
+    # The best answer is another note's; the side's best passage states none of the contested values.
+    assert not _blocks_question(_tie("a#children", "b#young"), confident, eligible, "What age counts at night?")
+    # Once a stating passage is second, the question may still be about the tie.
+    closer = replace(confident, probabilities={**confident.probabilities, "b#young": 0.85})
+    assert _blocks_question(_tie("a#children", "b#young"), closer, eligible, "What age counts at night?")
+
+
+def _blocks_question(conflict: ConflictDraft, judged: Judgement, eligible: list[SimpleNamespace], query: str) -> bool:
+    (marked,) = mark_blocking([conflict], eligible, judged, query)  # type: ignore[arg-type]
+    return marked.blocking

@@ -479,8 +479,8 @@ _ASKS_NO_VALUE = re.compile(
     r"(?:^|[.!?;,]\s+)(?:in\s+)?(?:who\b(?!\s+(?:is|are)\s+(?:allowed|able|eligible))|where\b|what colou?rs?\b|"
     r"which (?:direction|way|side|colou?rs?|room|door|entrance|form|team|supplier|company)\b|what happens\b|"
     r"what (?:details|information|steps|paperwork)\b|what else\b|"
-    r"what (?:do|does|should|must|can) (?:[\w-]+ ){1,2}(?:do|check|write|record|say|bring|tell|wear|use|avoid|"
-    r"pick up|collect|carry)\b|"
+    r"what (?:do|does|should|must|can) (?:[\w-]+ ){1,3}(?:do|check|write|record|say|bring|tell|wear|use|avoid|"
+    r"pick up|collect|carry|give|hand|issue|send|show)\b|"
     r"how (?:do|does|are|is)\b(?!\s+(?:much|many|long|often|soon|far|late|early)\b))",
     re.IGNORECASE,
 )
@@ -493,11 +493,12 @@ _NUMERIC_KINDS = frozenset({"number", "hours", "duration", "money", "percent", "
 _NAMED_NUMBER = re.compile(
     r"(?P<money>[€£$]\s?)?(?<![\w-])(?P<n>\d[\d,.:]*(?!\d)|(?:one|two|three|four|five|six|seven|eight|nine|ten|"
     r"eleven|twelve|fifteen|twenty|thirty|forty|fifty|sixty|hundred|thousand|dozen|once|twice)\b)"
-    r"(?:\s*(?P<after>%|[a-z]+)(?:\s+(?P<then>[a-z]+))?)?",
+    r"(?:(?:\s*|-)(?P<after>%|[a-z]+)(?:[\s-]+(?P<then>[a-z]+))?)?",
     re.IGNORECASE,
 )
 _HOURS_UNIT = re.compile(r"^(?:hours?|hrs?|h|minutes?|mins?)$", re.IGNORECASE)
 _MONEY_UNIT = re.compile(r"^(?:euros?|eur|pounds?|gbp|dollars?|cents?|p)$", re.IGNORECASE)
+_YEARS = re.compile(r"^(?:years?|yrs?)$", re.IGNORECASE)
 _CLOCK_UNIT = re.compile(r"^(?:am|pm|o)$", re.IGNORECASE)
 _FUNCTION_WORDS = frozenset(("a", "an", "the", "and", "or", "of", "for", "to", "in", "on", "at", "is", "are", "per"))
 
@@ -510,7 +511,9 @@ def named_kinds(question: str) -> set[str]:
         after = (found["after"] or "").lower()
         if re.fullmatch(_TIME_UNIT, found["then"] or "", re.IGNORECASE):
             after = found["then"].lower()  # "40 rental days"
-        if found["money"] or _MONEY_UNIT.match(after):
+        if _YEARS.match(after) and (found["then"] or "").lower() == "old":
+            kinds.add("age")  # "my 17 year old cousin": a person's age, not a length of time or a count
+        elif found["money"] or _MONEY_UNIT.match(after):
             kinds.add("money")
         elif after == "%" or after == "percent":
             kinds.add("percent")
@@ -534,6 +537,7 @@ _NAMED_MAY_BE: dict[str, frozenset[str]] = {  # a named number's kind -> the fac
     "duration": frozenset({"duration", "hours", "number"}),
     "clock": frozenset({"clock", "hours", "number"}),
     "count_of": frozenset({"number"}),
+    "age": frozenset({"number"}),  # a minimum age is a plain number; a fact in weeks or nights is not an age
     "number": _NUMERIC_KINDS,
 }
 
@@ -543,12 +547,30 @@ def _may_name(named: Set[str], value: str) -> bool:
     return any(value in _NAMED_MAY_BE[kind] for kind in named)
 
 
+# "Which bank account does ...?", "which form is ...?": a thing of the named sort, unless the sort is a value's.
+_WHICH_THING = re.compile(
+    r"(?:^|[.!?;,]\s+)(?:in\s+|on\s+|to\s+|into\s+)?which ((?:[\w-]+ ){1,3})"
+    r"(?:do|does|did|is|are|was|were|should|must|can|will|would|has|have|gets?|goes)\b",
+    re.IGNORECASE,
+)
+_VALUE_SORTS = frozenset(
+    analyze(
+        "day days week weeks month months year years date dates time times hour hours night nights minute minutes "
+        "weekday number amount size level rate price fee charge cost figure limit percentage value age speed "
+        "temperature weight height length distance band grade stage shift period season term"
+    )
+)
+
+
 def asks_for_no_value(question: str, value: str | None) -> bool:
     """Whether ``question`` asks for a person, a place, a procedure or a quality while a fact's values
     are ``value`` (a count, a length of time, money, a time or a date): then it does not ask for them."""
     if value not in _NUMERIC_KINDS or asked_kind(question) is not None:
         return False
     if _ASKS_NO_VALUE.search(question):
+        return True
+    which = _WHICH_THING.search(question)
+    if which and not set(analyze(which[1])) & _VALUE_SORTS:
         return True
     return _YES_NO.search(question) is not None and not _may_name(named_kinds(question), value)
 

@@ -144,8 +144,10 @@ FOREIGN = 0.5  # ... unless this much of it (idf-weighted) is words no note hold
 def _about(conflict: ConflictDraft, judged: Judgement, query: str, admissible: Mapping[str, Candidate]) -> bool:
     """Whether the question asks about the contested proposition, not only about a note that states it.
 
-    A side's note must be among the two admissible notes that answer best, and the side note's best
-    answer must not be a passage stating another of its facts instead; a question asking for a kind
+    A side's note must be among the two admissible notes that answer best (when another note answers
+    best, a passage stating a side's value must answer second: "how quickly must the warden reach a
+    noise complaint at night" is the noise procedure's, not the overnight guests' tie), and the side
+    note's best answer must not be a passage stating another of its facts instead; a question asking for a kind
     of value the contested values cannot be (a time of day, when they are counts) is about something
     else. Then the question is about the
     conflict when it names what the proposition asserts (the last word of its key that is not a
@@ -162,6 +164,8 @@ def _about(conflict: ConflictDraft, judged: Judgement, query: str, admissible: M
     leading_notes = list(dict.fromkeys(_note_of(pid) for pid in answering))[:2]
     if not notes & set(leading_notes):
         return False
+    if _note_of(answering[0]) not in notes and not _stating_passages(conflict, admissible) & set(answering[:2]):
+        return False  # the best answer is another note's, and no passage stating a value is close behind it
     best_side = admissible[next(pid for pid in answering if _note_of(pid) in notes)]
     if _states_other_fact(best_side, conflict.proposition):
         return False  # "what does a day in the long stay cost" asks the note's rate, not its contested stay
