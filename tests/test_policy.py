@@ -821,6 +821,18 @@ def test_a_daily_status_whose_lines_change_is_still_one_series(
     assert packet.exclusions.get("superseded", 0) == int(replaced)
 
 
+def test_a_dated_log_whose_lines_change_more_than_half_is_still_one_series(build: Build) -> None:
+    # A harbour log records what happened that day: only two of its five lines are in both logs.
+    older = daily_status("2026-11-20", {"oil_drums": 40, "crane_route": "A", "gate_fobs_issued": 7})
+    newer = daily_status("2026-11-27", {"oil_drums": 31, "crane_route": "B", "pump_outs": 6, "incidents": 1})
+    ws = build({"logs/bay-log-2026-11-20.md": older, "logs/bay-log-2026-11-27.md": newer})
+    packet = ws.query("gearbox bay status oil drums", as_of=AS_OF)
+    assert lead(ws, "logs/bay-log-2026-11-20.md") not in ids(packet)
+    assert packet.exclusions.get("superseded", 0) == 1
+    other_names = build({"status-1.md": older, "status-2.md": newer})  # no date in the names: two reports
+    assert lead(other_names, "status-1.md") in ids(other_names.query("gearbox bay status oil drums", as_of=AS_OF))
+
+
 def test_a_note_sharing_a_fact_brings_only_the_passage_that_states_it(build: Build) -> None:
     rule = md("Gearbox oil", "Change the gearbox oil every 500 hours.", asserts={"gearbox.oil_change_hours": 500})
     handbook = (

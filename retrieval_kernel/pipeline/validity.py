@@ -18,18 +18,30 @@ SERIES_KINDS = frozenset({"record", "report"})  # dated observations: a later on
 SERIES_OVERLAP = 0.5  # two observations are one series when they share this much of their key shapes
 
 
-def series_of(facts: NoteFacts) -> frozenset[str] | None:
+def series_of(facts: NoteFacts, path: str = "") -> frozenset[str] | None:
     """The key shapes of an observation note, numbers blanked (``stock_2027_02_08.o_negative_units`` and
-    ``stock_2027_02_15.o_negative_units`` have one shape); ``None`` for a note that observes nothing."""
+    ``stock_2027_02_15.o_negative_units`` have one shape), with its path's shape when the path holds a
+    date (``records/log-2027-05-12.md`` -> ``records/log-#.md``);
+    ``None`` for a note that observes nothing."""
     if (facts.kind or "").lower() not in SERIES_KINDS or not facts.asserts:
         return None
-    return frozenset(re.sub(r"\d+", "#", key) for key in facts.asserts)
+    shapes = {re.sub(r"\d+", "#", key) for key in facts.asserts}
+    dated = _DATE_IN_PATH.sub("#", path)
+    return frozenset(shapes | ({_PATH_SHAPE + dated} if dated != path else set()))
+
+
+_PATH_SHAPE = "path:"
+_DATE_IN_PATH = re.compile(r"(?<!\d)\d{4}[-_]?\d{2}[-_]?\d{2}(?!\d)")  # "log-2027-05-12.md", "log_20270512.md"
 
 
 def one_series(shapes: frozenset[str], other: frozenset[str]) -> bool:
-    """Whether two observations' key shapes make them one series: at least :data:`SERIES_OVERLAP` of
-    all their shapes are shared (a daily status that adds or drops a line is still the daily status)."""
-    return len(shapes & other) >= SERIES_OVERLAP * len(shapes | other)
+    """Whether two observations make one series: their paths differ only in the date they hold
+    (``log-2027-05-05.md`` and ``log-2027-05-12.md``), or at least :data:`SERIES_OVERLAP` of all their
+    key shapes are shared (a daily status that adds or drops a line is still the daily status)."""
+    if any(shape.startswith(_PATH_SHAPE) for shape in shapes & other):
+        return True
+    keys, other_keys = ({s for s in group if not s.startswith(_PATH_SHAPE)} for group in (shapes, other))
+    return len(keys & other_keys) >= SERIES_OVERLAP * len(keys | other_keys)
 
 
 @dataclass(frozen=True)
@@ -46,7 +58,7 @@ class Observations:
         dated = {
             path: (shapes, observed[:10])
             for path, facts in facts_of.items()
-            if (shapes := series_of(facts)) is not None and (observed := observed_of.get(path) or "")
+            if (shapes := series_of(facts, path)) is not None and (observed := observed_of.get(path) or "")
         }
         members: dict[str, list[tuple[str, str]]] = {}
         for path, (shapes, observed) in sorted(dated.items()):
