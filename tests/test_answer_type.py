@@ -10,6 +10,8 @@ import pytest
 from retrieval_kernel import Workspace
 from retrieval_kernel.pipeline.answer_type import (
     PassageText,
+    answers_asked,
+    asked_kind,
     asked_role,
     asked_type,
     asks_for_no_value,
@@ -20,6 +22,7 @@ from retrieval_kernel.pipeline.answer_type import (
     question_parts,
     stating_sentences,
     unstated,
+    value_kind,
 )
 from retrieval_kernel.pipeline.answerability import Judgement, content_terms
 from retrieval_kernel.projections.lexical import analyze
@@ -349,3 +352,12 @@ def test_an_age_a_yes_no_question_names_may_be_a_contested_age_but_not_a_number_
     assert asks_for_no_value(question, "duration")  # "guest_nights_per_week": not what an age checks
     assert not asks_for_no_value(question, "number")  # "min_age: 18" may be what it checks
     assert not asks_for_no_value("Can a guest stay four nights?", "duration")  # it names the contested kind
+
+
+def test_a_measured_fact_is_not_what_a_lead_time_question_asks_for() -> None:
+    question = "How far ahead does a hoist lift have to be booked?"
+    assert asked_kind(question) == "duration"  # a lead time, not a distance
+    assert value_kind("hoist_max_wind_knots", [20, 25]) == "measurement"
+    assert not answers_asked("duration", "measurement")
+    assert answers_asked("measurement", "measurement") and answers_asked("count", "measurement")
+    assert named_kinds("Is 25 knots too windy to lift?") == {"measurement"}

@@ -444,3 +444,17 @@ def test_a_side_note_behind_another_notes_answer_blocks_only_with_its_value_clos
 def _blocks_question(conflict: ConflictDraft, judged: Judgement, eligible: list[SimpleNamespace], query: str) -> bool:
     (marked,) = mark_blocking([conflict], eligible, judged, query)  # type: ignore[arg-type]
     return marked.blocking
+
+
+def test_a_count_the_best_answer_states_itself_is_not_a_question_about_a_tie_behind_it() -> None:
+    eligible = [
+        _passage("patrols#nights", "A berthing master works at most 3 night shifts a week."),
+        _passage("b#young", "Passengers under 16 must travel with an adult.", minor_min_age=16),
+        _passage("a#children", "Children of 14 or over may travel alone.", minor_min_age=14),
+    ]
+    ranked = ["patrols#nights", "b#young", "a#children"]
+    confident = Judgement(0.9, 0.35, {pid: 0.9 - i / 10 for i, pid in enumerate(ranked)}, 0.02)
+    tie = _tie("a#children", "b#young")
+    assert not _blocks_question(tie, confident, eligible, "How many night shifts a week can a master work?")
+    # The same ranking for a count the best answer does not state: the tie's stating passage, second, may answer.
+    assert _blocks_question(tie, confident, eligible, "How many young passengers at what age?")

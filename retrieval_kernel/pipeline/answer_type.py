@@ -181,7 +181,8 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         "a length of time",
         r"\bhow long\b|\bhow early\b|\bhow late\b|\bwithin what time\b|\bhow quickly\b|\bby when\b|"
         r"\bhow many (?:seconds|minutes|hours|days|nights|weeks|months|years|working days|business days|shifts)\b|"
-        r"\bhow often\b|\bhow frequently\b|\bhow soon\b|\bhow far in advance\b|\bhow much notice\b|\bwithin how\b|"
+        r"\bhow often\b|\bhow frequently\b|\bhow soon\b|\bhow far (?:in advance|ahead)\b|\bhow much notice\b|"
+        r"\bwithin how\b|"
         r"\bminimum gap\b|\btarget time\b|\btime limit\b|\bhow much time\b",
         rf"\b{_NUMBER}[\s-]*(?:\w+[\s-]+)?{_TIME_UNIT}\b|\b(?:daily|weekly|monthly|yearly|annually|hourly|nightly|"
         r"quarterly|fortnightly|every)\b|\bindefinitely\b|\bforever\b|\bpermanent(?:ly)?\b|\buntil\b",
@@ -430,6 +431,7 @@ _KEY_UNITS = (  # the first kind whose words the key holds; "response_time_minut
     ("percent", frozenset(analyze("pct percent percentage share"))),  # "deposit_pct" is a share
     ("money", frozenset(analyze("eur euro gbp usd price fee cost charge deposit fare"))),
     ("clock", frozenset(analyze("time clock"))),
+    ("measurement", frozenset(analyze("knots kmh mph metres meters kg tonnes litres celsius degrees volts watts"))),
 )
 _CLOCK_VALUE = re.compile(r"^\d{1,2}[:.]\d{2}$")
 _DATE_VALUE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -437,13 +439,13 @@ _NUMBER_VALUE = re.compile(r"^-?\d+(?:[.,]\d+)?$")
 ANSWERED_BY: dict[str, frozenset[str]] = {  # asked type -> the value kinds that can answer it
     "money": frozenset({"money", "percent", "number"}),
     "percent": frozenset({"percent", "money", "number"}),
-    "count": frozenset({"number"}),
+    "count": frozenset({"number", "measurement"}),  # "how many metres", "how many knots"
     "duration": frozenset({"duration", "hours", "number"}),
     "clock": frozenset({"clock", "hours"}),  # "opening_hour: 9" reads as hours; an interval in weeks never as a time
     "date": frozenset({"date"}),
     "age": frozenset({"number", "duration"}),
-    "measurement": frozenset({"number"}),
-    "quantity": frozenset({"number", "hours", "duration", "money", "percent"}),
+    "measurement": frozenset({"measurement", "number"}),
+    "quantity": frozenset({"number", "hours", "duration", "money", "percent", "measurement"}),
 }
 
 
@@ -488,7 +490,7 @@ _ASKS_NO_VALUE = re.compile(
 _YES_NO = re.compile(
     r"(?:^|[.!?;,:]\s+)(?:do|does|did|is|are|was|were|can|could|should|will|would|may|must|has|have)\b", re.IGNORECASE
 )
-_NUMERIC_KINDS = frozenset({"number", "hours", "duration", "money", "percent", "clock", "date"})
+_NUMERIC_KINDS = frozenset({"number", "hours", "duration", "money", "percent", "clock", "date", "measurement"})
 # A number a question names, with what follows it: "six cows", "12 hours", "€40", "20%", "half ten".
 _NAMED_NUMBER = re.compile(
     r"(?P<money>[€£$]\s?)?(?<![\w-])(?P<n>\d[\d,.:]*(?!\d)|(?:one|two|three|four|five|six|seven|eight|nine|ten|"
@@ -523,6 +525,8 @@ def named_kinds(question: str) -> set[str]:
             kinds.add("duration")
         elif _CLOCK_UNIT.match(after) or ":" in found["n"]:
             kinds.add("clock")
+        elif re.fullmatch(_MEASURE_UNIT, after, re.IGNORECASE):
+            kinds.add("measurement")  # "25 knots", "3 metres"
         elif after and after not in _FUNCTION_WORDS:
             kinds.add("count_of")
         else:
@@ -537,6 +541,7 @@ _NAMED_MAY_BE: dict[str, frozenset[str]] = {  # a named number's kind -> the fac
     "duration": frozenset({"duration", "hours", "number"}),
     "clock": frozenset({"clock", "hours", "number"}),
     "count_of": frozenset({"number"}),
+    "measurement": frozenset({"measurement", "number"}),
     "age": frozenset({"number"}),  # a minimum age is a plain number; a fact in weeks or nights is not an age
     "number": _NUMERIC_KINDS,
 }

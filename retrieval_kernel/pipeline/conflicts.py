@@ -11,7 +11,15 @@ from typing import Any
 
 from ..corpus.facts import NoteFacts
 from ..corpus.status import PARTLY_SUPERSEDED
-from .answer_type import answers_asked, asked_kind, asks_for_no_value, asks_or_names, value_kind
+from .answer_type import (
+    answers_asked,
+    asked_kind,
+    asks_for_no_value,
+    asks_or_names,
+    counted_thing,
+    counts,
+    value_kind,
+)
 from .answerability import Judgement, content_terms
 from .candidates import SUPERSEDED, SUPERSESSION, Candidate, ConflictDraft, Exclusion, Side, effective_status
 from .validity import Standing
@@ -164,8 +172,11 @@ def _about(conflict: ConflictDraft, judged: Judgement, query: str, admissible: M
     leading_notes = list(dict.fromkeys(_note_of(pid) for pid in answering))[:2]
     if not notes & set(leading_notes):
         return False
-    if _note_of(answering[0]) not in notes and not _stating_passages(conflict, admissible) & set(answering[:2]):
-        return False  # the best answer is another note's, and no passage stating a value is close behind it
+    if _note_of(answering[0]) not in notes:
+        if not _stating_passages(conflict, admissible) & set(answering[:2]):
+            return False  # the best answer is another note's, and no passage stating a value is close behind it
+        if _counts_asked(query, admissible[answering[0]]):
+            return False  # "how many night shifts a week ...": the best answer puts a number on them itself
     best_side = admissible[next(pid for pid in answering if _note_of(pid) in notes)]
     if _states_other_fact(best_side, conflict.proposition):
         return False  # "what does a day in the long stay cost" asks the note's rate, not its contested stay
@@ -185,6 +196,12 @@ def _about(conflict: ConflictDraft, judged: Judgement, query: str, admissible: M
         return True
     stating = _stating_passages(conflict, admissible)
     return len(stating) == len(conflict.sides) and set(answering[:2]) == stating  # the two best answers disagree
+
+
+def _counts_asked(query: str, candidate: Candidate) -> bool:
+    """Whether ``candidate`` puts a number on what a "how many" question counts."""
+    thing = counted_thing(query)
+    return thing is not None and counts(candidate.stored.passage.text, thing)
 
 
 def _key_terms(proposition: str) -> list[str]:
