@@ -448,13 +448,14 @@ def _blocks_question(conflict: ConflictDraft, judged: Judgement, eligible: list[
 
 def test_a_count_the_best_answer_states_itself_is_not_a_question_about_a_tie_behind_it() -> None:
     eligible = [
-        _passage("patrols#nights", "A berthing master works at most 3 night shifts a week."),
-        _passage("b#young", "Passengers under 16 must travel with an adult.", minor_min_age=16),
-        _passage("a#children", "Children of 14 or over may travel alone.", minor_min_age=14),
+        _passage("patrols#nights", "A berthing master works at most 3 shifts a week at night."),
+        _passage("a#stay", "Visiting boats may stay up to 14 nights.", visitor_max_stay_nights=14),
+        _passage("b#longer", "Skippers may stay 21 nights in all.", visitor_max_stay_nights=21),
     ]
-    ranked = ["patrols#nights", "b#young", "a#children"]
+    ranked = ["patrols#nights", "a#stay", "b#longer"]
     confident = Judgement(0.9, 0.35, {pid: 0.9 - i / 10 for i, pid in enumerate(ranked)}, 0.02)
-    tie = _tie("a#children", "b#young")
-    assert not _blocks_question(tie, confident, eligible, "How many night shifts a week can a master work?")
+    sides = (Side("a#stay", "a.md", 14, "authoritative", None), Side("b#longer", "b.md", 21, "authoritative", None))
+    tie = ConflictDraft("visitor_max_stay_nights", sides, "unresolved")
+    assert not _blocks_question(tie, confident, eligible, "How many night shifts a week can a berthing master work?")
     # The same ranking for a count the best answer does not state: the tie's stating passage, second, may answer.
-    assert _blocks_question(tie, confident, eligible, "How many young passengers at what age?")
+    assert _blocks_question(tie, confident, eligible, "How many nights can a visiting boat stay?")
