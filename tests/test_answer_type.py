@@ -18,6 +18,7 @@ from retrieval_kernel.pipeline.answer_type import (
     counted_thing,
     counts,
     named_kinds,
+    names_role,
     priced_thing,
     question_parts,
     stating_sentences,
@@ -233,6 +234,8 @@ def test_a_count_of_something_the_notes_name_but_never_count_is_unstated() -> No
         ("Who's on call tonight?", {"call"}),
         ("Which person is the fire marshal?", set()),  # a person, no role named before "is"
         ("Who's the Head Nurse these days?", {"head", "nurs"}),
+        ("What's the name of the health and safety adviser we use?", {"health", "safeti", "advis"}),
+        ("Who is the stores clerk and who signs for it?", {"store", "clerk"}),  # "and" opens another clause
         ("How long are search logs kept?", set()),
     ],
 )
@@ -361,3 +364,17 @@ def test_a_measured_fact_is_not_what_a_lead_time_question_asks_for() -> None:
     assert not answers_asked("duration", "measurement")
     assert answers_asked("measurement", "measurement") and answers_asked("count", "measurement")
     assert named_kinds("Is 25 knots too windy to lift?") == {"measurement"}
+
+
+def test_an_organisation_beside_a_role_is_not_the_person_holding_it() -> None:
+    role = asked_role("What's the name of the health and safety adviser we use?")
+    assert not names_role("Health and safety advice comes from the Harbour Trust's shared adviser.", set(), role)
+    assert names_role("Our health and safety adviser is Aoife Brennan.", set(), role)
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["When did the diver last inspect the mooring chains?", "When was the weighbridge last calibrated?"],
+)
+def test_when_something_was_last_done_asks_for_a_date(question: str) -> None:
+    assert asked_kind(question) == "date"

@@ -172,8 +172,8 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         "a date",
         r"\bwhat date\b|\bwhich date\b|\bwhat year\b|\bwhich year\b|\bwhich month\b|\bwhat month\b|"
         r"\bwhen (?:is|was|will|are|were) .*\b(?:due|deadline|expire|renew|open|launch)|"
-        r"\bwhen (?:does|did|will|do|is|was) [^?]*\b(?:end|expire|run out|last (?:replaced|serviced|checked|renewed|"
-        r"updated|inspected))\b|\bwhen was [^?]*\blast\b",
+        r"\bwhen (?:does|did|will|do|is|was) [^?]*\b(?:end|expire|run out|last (?:replac|servic|check|renew|"
+        r"updat|inspect|test|calibrat|clean|repair)\w*)\b|\bwhen was [^?]*\blast\b",
         rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b{_MONTH}\b|\b(?:19|20)\d\d\b|\bq[1-4]\b|\b\d{{1,2}}/\d{{1,2}}\b",
     ),
     _type(
@@ -325,17 +325,29 @@ _ENDS_ROLE = frozenset(
     )
 )
 _NOT_ROLE_WORDS = frozenset(analyze("our my your their his her its person member staff colleague"))
+_ROLE_NOUN = re.compile(
+    r"^(?:adviser|advisor|officer|manager|lead|clerk|coordinator|supervisor|director|engineer|technician|"
+    r"representative|rep|warden|champion|administrator|controller)s?$",
+    re.IGNORECASE,
+)
+
+
+def _joins_role(word: str, following: Sequence[str]) -> bool:
+    """Whether "and" joins two words of one role ("health and safety adviser"), not two clauses."""
+    return word.lower() == "and" and any(_ROLE_NOUN.match(w.strip("?.,!")) for w in following)
 
 
 def asked_role(question: str) -> frozenset[str]:
     """The index terms of the role whose holder a question asks for ("who is the stores clerk at Fennick" ->
-    ``store``, ``clerk``); empty when it names none."""
+    ``store``, ``clerk``; "the health and safety adviser" -> ``health``, ``safeti``, ``advis``); empty when it
+    names none."""
     found = _ROLE.search(question)
     if found is None:
         return frozenset()
     words: list[str] = []
-    for word in re.sub(r"^on\s+", "", next(group for group in found.groups() if group is not None)).split():
-        if word.lower().strip("?.,!") in _ENDS_ROLE:
+    phrase = re.sub(r"^on\s+", "", next(group for group in found.groups() if group is not None)).split()
+    for at, word in enumerate(phrase):
+        if word.lower().strip("?.,!") in _ENDS_ROLE and not _joins_role(word, phrase[at + 1 : at + 4]):
             break
         words.append(word.strip("?.,!"))
     return frozenset(term for word in words for term in analyze(word)) - _NOT_ROLE_WORDS
@@ -389,6 +401,16 @@ def _same_stem(term: str, word: str) -> bool:
     return len(short) >= _SAME_STEM and (long.startswith(short) or long.endswith(short))
 
 
+# "the Harbour Trust's shared adviser", "Kilrossan Bus Station": capitalised words ending in one of these
+# name an organisation or a place, not the person holding a role.
+_ORGANISATION = re.compile(
+    r"\b(?:Trust|Council|Office|Services?|Ltd|Limited|Company|Group|Team|Centre|Center|Hall|House|Station|Road|"
+    r"Street|Lane|Bank|Authority|University|College|School|Hospital|Clinic|Marina|Harbour|Park|Court|Market|Club|"
+    r"Society|Association|Board|Committee|Department|Desk|Foundation|Institute|Agency|Partners|Airport|Library)"
+    r"(?:['\u2019]s)?$"
+)
+
+
 def names_role(text: str, context: Set[str], role: Set[str]) -> bool:
     """Whether a sentence of ``text`` names a person and, with the heading path (``context``), the whole ``role``.
 
@@ -396,7 +418,7 @@ def names_role(text: str, context: Set[str], role: Set[str]) -> bool:
     """
     person = next(kind for kind in ANSWER_TYPES if kind.name == "person")
     for sentence in _SENTENCE_END.split(text):
-        names = [set(analyze(name)) for name in person.states.findall(sentence)]
+        names = [set(analyze(name)) for name in person.states.findall(sentence) if not _ORGANISATION.search(name)]
         if any(name - role for name in names) and role <= context | set(analyze(sentence)):
             return True
     return False
