@@ -41,6 +41,7 @@ from ..store.records import StoredPassage
 from .answer_type import AnswerType, PassageText, asked_type, question_parts, unstated, value_sentences
 from .lanes import LaneRun
 from .periods import asked_week, asks_next, gives_coming_date, names_week
+from .undecided import says_undecided
 
 if TYPE_CHECKING:
     from .candidates import Candidate
@@ -182,6 +183,7 @@ class Judgement:
     stated_similarity: float | None = None  # the closest value-stating sentence's cosine to the question
     unmatched_week: int | None = None  # the numbered week asked about that no leading passage is about
     unscheduled: bool = False  # it asks when the next one is, and no leading passage gives a coming date
+    undecided: bool = False  # the passage answering best says what is asked is not decided yet
 
     @classmethod
     def unjudged(cls) -> Judgement:
@@ -193,14 +195,20 @@ class Judgement:
         return self.confidence >= self.threshold and not self._lacking
 
     @property
-    def vetoed(self) -> bool:
-        """Whether a confident judgement was overruled by what the leading passages lack (a value, a week,
-        a coming date)."""
+    def overruled(self) -> bool:
+        """Whether a confident judgement was overruled: by what the leading passages lack (a value, a week,
+        a coming date) or by the best one saying the thing is not decided yet."""
         return self.confidence >= self.threshold and self._lacking
 
     @property
+    def vetoed(self) -> bool:
+        """Whether it was overruled by a lack. A passage saying the thing is not decided yet is not a lack:
+        two notes disagreeing on it may still be what the question asks about."""
+        return self.overruled and not self.undecided
+
+    @property
     def _lacking(self) -> bool:
-        return self.unstated is not None or self.unmatched_week is not None or self.unscheduled
+        return self.unstated is not None or self.unmatched_week is not None or self.unscheduled or self.undecided
 
     def why_not(self) -> str:
         """Why nothing found answers (for exclusions and abstentions)."""
@@ -212,6 +220,11 @@ class Judgement:
         if self.unscheduled and self.confidence >= self.threshold:
             return (
                 "the question asks when the next one is and none of the leading passages gives a coming date "
+                f"(confidence {self.confidence:.2f} otherwise)"
+            )
+        if self.undecided and self.confidence >= self.threshold:
+            return (
+                "the passage answering best says what is asked is not decided yet "
                 f"(confidence {self.confidence:.2f} otherwise)"
             )
         if self.unstated is not None and self.confidence >= self.threshold:
@@ -313,6 +326,11 @@ class Judge:
         if week is not None and any(names_week(_identity_texts(c.stored), week) for c in ranked[:TYPED_LEADING]):
             week = None
         unscheduled = as_of is not None and self.unscheduled(query, ranked[:TYPED_LEADING], as_of, unseen)
+        best = max(ranked[:TYPED_LEADING], key=lambda c: probabilities.get(c.id, 0.0), default=None)
+        single = len(question_parts(query)) == 1  # a two-part question is not emptied by one open part
+        undecided = best is not None and says_undecided(
+            best.stored.passage.text, set(content_terms(query)), asked_type(query) if single else None
+        )
         return Judgement(
             confidence,
             pair.question.threshold,
@@ -325,6 +343,7 @@ class Judge:
             stated_similarity=closest,
             unmatched_week=week,
             unscheduled=unscheduled,
+            undecided=undecided,
         )
 
     def unscheduled(self, query: str, leading: Sequence[Candidate], as_of: dt.date, unseen: Unseen | None) -> bool:

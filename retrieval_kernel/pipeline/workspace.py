@@ -552,8 +552,9 @@ def _outcome_id(packet: Packet) -> str:
 
 
 def _unstated_warning(judgement: Judgement | None, abstention: str | None) -> tuple[str, ...]:
-    """Why a confident judgement still abstained: the value (or the week) asked about is nowhere near."""
-    if judgement is None or abstention != ABSTAIN_BELOW_THRESHOLD or not judgement.vetoed:
+    """Why a confident judgement still abstained: the value (or the week) asked about is nowhere near, or
+    the best passage says it is not decided yet."""
+    if judgement is None or abstention != ABSTAIN_BELOW_THRESHOLD or not judgement.overruled:
         return ()
     return (judgement.why_not(),)
 

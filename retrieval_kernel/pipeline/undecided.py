@@ -1,0 +1,55 @@
+"""Notes that say a thing is not decided: "No supplier for the new machines was chosen."
+
+Meeting minutes and plans often name exactly what a question asks about and then say it is open
+("No size, cost or opening date was agreed", "the start date is to be confirmed"). Every lexical and
+embedding signal says such a passage answers; what it says is that there is no answer yet. This
+module finds those sentences; the judge vetoes an answer whose best passage is one of them and
+states nothing else the question could be asking for.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Set
+
+from ..projections.lexical import analyze
+from .answer_type import TYPE_WORDS, AnswerType, stating_sentences
+
+_DECIDED = (
+    r"(?:agreed|decided|chosen|confirmed|fixed|settled|scheduled|approved|finali[sz]ed|announced|arranged|"
+    r"picked|selected|set(?!\s+(?:up|off|out|in|aside)\b))"
+)
+UNDECIDED = re.compile(
+    # "the date was not agreed"; not "has not confirmed that ..." (a claim) nor "never arranged privately" (a rule)
+    rf"\bnot\s+(?:yet\s+)?(?:been\s+)?{_DECIDED}\b(?!\s+that\b)|"
+    rf"\b(?:to be|yet to be|still to be)\s+{_DECIDED}\b|"  # "the start date is to be confirmed"
+    rf"\bno\s+(?:[\w-]+,?\s+){{0,7}}(?:was|were|has been|have been|is|are)\s+(?:yet\s+)?{_DECIDED}\b|"
+    r"\bleft open\s+(?:until|pending|for now|for later)\b|\bstill open\s*(?:[.;]|$)|"  # "the title is still open."
+    r"\b(?:tbc|tbd|tba|undecided)\b",
+    re.IGNORECASE,
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n\s*\n")
+
+
+def undecided_sentences(text: str) -> list[str]:
+    """The sentences of ``text`` that say something is not decided yet."""
+    return [sentence for sentence in _SENTENCE_END.split(text) if UNDECIDED.search(sentence)]
+
+
+def says_undecided(text: str, question_terms: Set[str], asked: AnswerType | None) -> bool:
+    """Whether ``text`` says what the question asks is not decided.
+
+    A sentence saying so must hold one of the question's own words (not a word naming the asked type, such
+    as "cost" or "date"), or, for a question asking a typed value ("how many rooms ..."), the passage
+    must state no value of that type outside such sentences ("No size, cost or opening date was agreed").
+    """
+    open_sentences = undecided_sentences(text)
+    if not open_sentences:
+        return False
+    own = set(question_terms) - TYPE_WORDS
+    if any(own & set(analyze(sentence)) for sentence in open_sentences):
+        return True
+    if asked is None:
+        return False
+    stated = [sentence for sentence in stating_sentences(text, asked) if not UNDECIDED.search(sentence)]
+    return not stated

@@ -1,0 +1,74 @@
+"""A passage saying the thing asked about is not decided yet does not answer it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from retrieval_kernel import Workspace
+from retrieval_kernel.pipeline.answer_type import asked_type
+from retrieval_kernel.pipeline.answerability import content_terms
+from retrieval_kernel.pipeline.undecided import says_undecided, undecided_sentences
+
+AS_OF = "2027-03-01"
+
+
+@pytest.mark.parametrize(
+    ("text", "open_"),
+    [
+        ("No supplier for the new machines was chosen.", True),
+        ("No size, cost or opening date was agreed.", True),
+        ("The start date is to be confirmed.", True),
+        ("The panto title is still open.", True),
+        ("Whether to buy new buses was left open until the grant decision.", True),
+        ("Opening night TBC.", True),
+        ("A gate left open is reported to the section head at once.", False),  # an event, not a decision
+        ("Swaps between nurses are never arranged privately.", False),  # a rule
+        ("Legal has not confirmed that the extension applies to packs.", False),  # a claim in dispute
+        ("The alarm is not set off by steam from the showers.", False),
+        ("The committee agreed the new charges.", False),
+    ],
+)
+def test_a_sentence_says_a_thing_is_not_decided(text: str, open_: bool) -> None:
+    assert bool(undecided_sentences(text)) is open_
+
+
+def _says(question: str, text: str) -> bool:
+    return says_undecided(text, set(content_terms(question)), asked_type(question))
+
+
+def test_the_open_sentence_holds_the_question_words_or_the_passage_states_no_value_of_the_asked_type() -> None:
+    minutes = "The laundry machine lease ends in 2028. No supplier for the new machines was chosen."
+    assert _says("Which company will supply the new laundry machines?", minutes)
+    hall = "A new hall on the Quarry Road site was discussed. No size, cost or opening date was agreed."
+    assert _says("How many rooms will the new Quarry Road hall have?", hall)  # a count asked, none stated
+    stated = "The new hall will have 240 rooms. Its opening date was not agreed."
+    assert not _says("How many rooms will the new hall have?", stated)
+    assert not _says("When does the laundrette open?", "The laundrette opens at 07:00. The new prices were approved.")
+
+
+def _workspace(tmp_path: Path) -> Workspace:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "committee-minutes.md").write_text(
+        "# Residences committee, February\n\n## Laundry machines\n\n"
+        "The laundry machine lease ends in 2028. No supplier for the new laundry machines was chosen.\n",
+        encoding="utf-8",
+    )
+    (notes / "hall-services.md").write_text(
+        "# Hall services\n\n## Laundrettes\n\nEach hall has a laundrette, open from 07:00 to 23:00 every day.\n",
+        encoding="utf-8",
+    )
+    ws = Workspace(notes, tmp_path / "store", lanes=("identity", "lexical"))
+    ws.index()
+    return ws
+
+
+def test_a_packet_abstains_when_the_best_passage_says_it_is_not_decided(tmp_path: Path) -> None:
+    with _workspace(tmp_path) as ws:
+        packet = ws.query("Which company will supply the new laundry machines?", as_of=AS_OF)
+        answered = ws.query("What time does the laundrette open?", as_of=AS_OF)
+    assert packet.abstained and packet.abstention_reason == "below_threshold"
+    assert any("not decided yet" in warning for warning in packet.warnings)
+    assert not answered.abstained
