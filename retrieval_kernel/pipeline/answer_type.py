@@ -394,6 +394,11 @@ def prices(text: str, context: Set[str], thing: Set[str]) -> bool:
     return False
 
 
+def _holds(words: Set[str], term: str) -> bool:
+    """Whether ``words`` hold ``term`` or a word of the same stem ("faulty" for "faults")."""
+    return term in words or any(_same_stem(term, word) for word in words)
+
+
 def _same_stem(term: str, word: str) -> bool:
     if term == word:
         return True
@@ -435,12 +440,12 @@ def counts(text: str, term: str) -> bool:
             unit = at + 1 < len(tokens) and tokens[at + 1] in _UNIT_AFTER and terms[at + 1] != term
             if unit:
                 continue
-            if term in terms[at + 1 : at + 4]:
+            if any(_same_stem(term, near) for near in terms[at + 1 : at + 4] if near):
                 return True
             before = at - 1
             while before >= 0 and tokens[before] in _COUNT_LINKS and at - before <= 2:
                 before -= 1
-            if 0 <= before < at - 1 and terms[before] == term:
+            if 0 <= before < at - 1 and terms[before] and _same_stem(term, terms[before]):
                 return True
     return False
 
@@ -634,7 +639,7 @@ def unstated(question: str, idf: Mapping[str, float], leading: Sequence[PassageT
     if not stating:
         return kind
     counted = counted_thing(question) if kind.name == "count" else None
-    if counted and any(counted in p.holds for p in leading) and not any(counts(p.text, counted) for p in stating):
+    if counted and any(_holds(p.holds, counted) for p in leading) and not any(counts(p.text, counted) for p in stating):
         return kind  # the notes name what is counted and never put a number on it
     priced = priced_thing(question) if kind.name == "money" else None
     if priced and not any(prices(p.text, p.context, priced) for p in stating):
