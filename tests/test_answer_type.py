@@ -383,3 +383,13 @@ def test_an_organisation_beside_a_role_is_not_the_person_holding_it() -> None:
 )
 def test_when_something_was_last_done_asks_for_a_date(question: str) -> None:
     assert asked_kind(question) == "date"
+
+
+def test_a_gate_code_is_asked_like_a_password_and_an_interest_charge_is_priced_as_interest() -> None:
+    code = asked_type("What's the pontoon gate code this month?")
+    assert code is not None and code.name == "password"
+    assert priced_thing("What interest do we charge on overdue berth fees?") == frozenset(analyze("interest"))
+    question = "What interest do we charge on overdue berth fees?"
+    fees = _read("Berth fees are due on 15 January. An account 30 days overdue is put on hold.", "Arrears")
+    fees_priced = _read("Annual berth fees are 410 euro per metre.", "Berth fees")
+    assert unstated(question, _idf(question), [fees, fees_priced]) is not None  # amounts, none of interest

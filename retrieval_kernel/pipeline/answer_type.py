@@ -123,7 +123,8 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         "password",
         "a password or an access code",
         r"\bwhat(?:'s| is| are)\s+(?:the\s+|our\s+)?(?:[\w-]+\s+){0,3}(?:password|passcode|passphrase|door code|"
-        r"access code|pin)\b|\b(?:password|passcode|door code|access code) (?:for|to|of)\b(?!.*\breset\b)",
+        r"access code|gate code|alarm code|keypad code|lock code|safe code|pin)\b|"
+        r"\b(?:password|passcode|door code|access code) (?:for|to|of)\b(?!.*\breset\b)",
         r"\b(?:password|passcode|passphrase|code|pin)\s*(?:is|:|=)\s*(?:[\"'\u201c\u2018][^\"'\u201d\u2019]{3,}"
         r"|[A-Za-z]*\d[\w!@#$%^&*-]*)",
     ),
@@ -365,6 +366,7 @@ _PRICED = tuple(
         r"\bhow much (?:is|are) (?:it (?:to|for) )?(.+?)",
         r"\b(?:cost|charge)s? (?:us |you |me )?to (?:\w+ )(?:off |in |up )?(.+?)",  # the verb is not priced
         r"\b(?:price|cost|fee|charge|rate)s? (?:of|for|to) (.+?)",
+        r"\bwhat ((?:[\w-]+ ){0,2}[\w-]+) (?:do|does|will|would|did) (?:we|you|they|i) (?:charge|pay)\b.*?",
     )
 )
 _OWED = re.compile(r"\b(?:owed?|owing|outstanding|balance|left to pay|paid)\b", re.IGNORECASE)
