@@ -11,6 +11,7 @@ from retrieval_kernel import Workspace
 from retrieval_kernel.pipeline.answer_type import (
     PassageText,
     answers_asked,
+    asked_attribute,
     asked_kind,
     asked_role,
     asked_type,
@@ -393,3 +394,25 @@ def test_a_gate_code_is_asked_like_a_password_and_an_interest_charge_is_priced_a
     fees = _read("Berth fees are due on 15 January. An account 30 days overdue is put on hold.", "Arrears")
     fees_priced = _read("Annual berth fees are 410 euro per metre.", "Berth fees")
     assert unstated(question, _idf(question), [fees, fees_priced]) is not None  # amounts, none of interest
+
+
+@pytest.mark.parametrize(
+    ("question", "attribute"),
+    [
+        ("What's the battery capacity in kWh of the Ardvolt E12?", {"batteri"}),  # "capacity" names the type
+        ("What's our wind limit for suspending sailings?", {"wind"}),  # "limit": any attribute may carry it
+        ("What is the night shift allowance for drivers?", {"night", "shift", "allow"}),
+        ("What is the price of an adult swim today?", set()),  # the type only
+        ("How long is the runway?", set()),  # no "what is the X of Y"
+    ],
+)
+def test_the_asked_attribute_is_named_before_of_or_for(question: str, attribute: set[str]) -> None:
+    assert asked_attribute(question) == attribute
+
+
+def test_a_value_of_another_attribute_of_the_same_thing_does_not_answer() -> None:
+    question = "What's the battery capacity in kWh of the Ardvolt E12?"
+    seats = _read("The Ardvolt E12 seats 41 and has a range of 280 km in summer.", "Ardvolt E12")
+    assert unstated(question, _idf(question), [seats]) is not None
+    battery = _read("The Ardvolt E12 carries a 350 kWh battery pack.", "Ardvolt E12")
+    assert unstated(question, _idf(question), [seats, battery]) is None

@@ -646,10 +646,46 @@ def unstated(question: str, idf: Mapping[str, float], leading: Sequence[PassageT
     priced = priced_thing(question) if kind.name == "money" else None
     if priced and not any(prices(p.text, p.context, priced) for p in stating):
         return kind  # prices appear, none beside the thing asked about
+    attribute = asked_attribute(question)
+    if attribute and not any(_names_attribute(p, kind, attribute) for p in stating):
+        return kind  # values appear, none of the attribute asked about ("the rope speed of the Summit Express")
     role = asked_role(question) if kind.name == "person" else None
     if role and not any(names_role(p.text, p.context, role) for p in stating):
         return kind  # names appear, none beside the role asked about
     return None
+
+
+# "What's the rope speed of the Summit Express?": the attribute asked is named before "of"; a value of
+# another attribute of the same thing ("its cabins seat 8") does not answer.
+_ATTRIBUTE = re.compile(
+    r"\bwhat(?:'s| is| are| was)\s+(?:the\s+|its\s+|their\s+|our\s+|your\s+|my\s+)?((?:[\w-]+\s+){0,2}?[\w-]+)\s+"
+    r"(?:of|for|on|in)\s+"
+    r"(?:the\s+|a\s+|an\s+|our\s+)?[\w-]",
+    re.IGNORECASE,
+)
+
+
+_GENERIC_ATTRIBUTE = frozenset(  # words any attribute may carry, which a note states in other words
+    analyze("limit rate daily real usual normal standard current typical size total maximum minimum max min")
+)
+
+
+def asked_attribute(question: str) -> frozenset[str]:
+    """The index terms of the attribute a "what is the X of Y" question asks (``rope``, ``speed``), type
+    words ("price", "time") left out; empty when it asks no such thing."""
+    found = _ATTRIBUTE.search(question)
+    if found is None:
+        return frozenset()
+    return frozenset(analyze(found[1])) - TYPE_WORDS - _GENERIC_ATTRIBUTE
+
+
+def _names_attribute(passage: PassageText, kind: AnswerType, attribute: Set[str]) -> bool:
+    """Whether a sentence of ``passage`` stating a value of ``kind`` names the whole ``attribute``."""
+    for sentence in stating_sentences(passage.text, kind):
+        words = passage.context | set(analyze(sentence))
+        if all(any(_same_stem(term, word) for word in words) for term in attribute):
+            return True
+    return False
 
 
 def value_sentences(question: str, idf: Mapping[str, float], leading: Sequence[PassageText]) -> list[str]:
