@@ -173,14 +173,23 @@ def _run_all(tab: Page) -> None:
 
 
 def _click(tab: Page, target: Locator) -> None:
-    """Click ``target``; when a Lab dialog is in the way, fail with what the dialog says."""
+    """Click ``target``; when a Lab dialog is in the way, fail with what the dialog says.
+
+    Lab sometimes asks which kernel to use although the notebook's kernel has already started (seen
+    once in a CI run on a fresh clone): that dialog is accepted with the preselected Python kernel.
+    """
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-    try:
-        target.click(timeout=30_000)
-    except PlaywrightTimeout:
-        dialogs = tab.locator(".jp-Dialog").all_inner_texts()
-        raise AssertionError(f"could not click the cell; Lab dialogs open: {dialogs}") from None
+    for _attempt in range(2):
+        try:
+            target.click(timeout=30_000)
+            return
+        except PlaywrightTimeout:
+            dialogs = tab.locator(".jp-Dialog").all_inner_texts()
+            if not any(text.startswith("Select Kernel") for text in dialogs):
+                break
+            tab.locator(".jp-Dialog .jp-Dialog-button.jp-mod-accept").first.click(timeout=10_000)
+    raise AssertionError(f"could not click the cell; Lab dialogs open: {dialogs}")
 
 
 def _wait_prompt(tab: Page, index: int, done: Callable[[str], bool], seconds: float) -> bool:
