@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_answerability import md, workspace  # tests/ is on sys.path (rootdir-less test modules)
 
 from retrieval_kernel import Workspace
 from retrieval_kernel.pipeline.answer_type import (
@@ -153,16 +154,12 @@ def test_a_price_of_something_else_does_not_answer_what_this_costs() -> None:
 
 
 def _notes(tmp_path: Path, canteen: str) -> Workspace:
-    notes = tmp_path / "notes"
-    notes.mkdir()
-    (notes / "canteen.md").write_text(f"# Staff canteen\n\n## Opening\n\n{canteen}\n", encoding="utf-8")
-    (notes / "lockers.md").write_text(
-        "# Lockers\n\n## Renting a locker\n\nLockers at the base lodge are rented at the desk for 5 euro a day.\n",
-        encoding="utf-8",
-    )
-    ws = Workspace(notes, tmp_path / "store", lanes=("identity", "lexical"))
-    ws.index()
-    return ws
+    lockers = "Lockers at the base lodge are rented at the desk for 5 euro a day."
+    files = {
+        "canteen.md": md("Staff canteen", {"Opening": canteen}),
+        "lockers.md": md("Lockers", {"Renting a locker": lockers}),
+    }
+    return workspace(tmp_path, files)
 
 
 def test_a_packet_abstains_when_the_note_never_states_the_asked_time(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_answerability import md, workspace  # tests/ is on sys.path (rootdir-less test modules)
 
 from retrieval_kernel import Workspace
 from retrieval_kernel.pipeline.answer_type import asked_type
@@ -49,20 +50,15 @@ def test_the_open_sentence_holds_the_question_words_or_the_passage_states_no_val
 
 
 def _workspace(tmp_path: Path) -> Workspace:
-    notes = tmp_path / "notes"
-    notes.mkdir()
-    (notes / "committee-minutes.md").write_text(
-        "# Residences committee, February\n\n## Laundry machines\n\n"
-        "The laundry machine lease ends in 2028. No supplier for the new laundry machines was chosen.\n",
-        encoding="utf-8",
+    minutes = md(
+        "Residences committee, February",
+        {
+            "Laundry machines": "The laundry machine lease ends in 2028. "
+            "No supplier for the new laundry machines was chosen."
+        },
     )
-    (notes / "hall-services.md").write_text(
-        "# Hall services\n\n## Laundrettes\n\nEach hall has a laundrette, open from 07:00 to 23:00 every day.\n",
-        encoding="utf-8",
-    )
-    ws = Workspace(notes, tmp_path / "store", lanes=("identity", "lexical"))
-    ws.index()
-    return ws
+    services = md("Hall services", {"Laundrettes": "Each hall has a laundrette, open from 07:00 to 23:00 every day."})
+    return workspace(tmp_path, {"committee-minutes.md": minutes, "hall-services.md": services})
 
 
 def test_a_packet_abstains_when_the_best_passage_says_it_is_not_decided(tmp_path: Path) -> None:

@@ -18,6 +18,10 @@ SERIES_KINDS = frozenset({"record", "report"})  # dated observations: a later on
 SERIES_OVERLAP = 0.5  # two observations are one series when they share this much of their key shapes
 
 
+_PATH_SHAPE = "path:"  # marks a dated path's shape among the key shapes
+_DATE_IN_PATH = re.compile(r"(?<!\d)\d{4}[-_]?\d{2}[-_]?\d{2}(?!\d)")  # "log-2027-05-12.md", "log_20270512.md"
+
+
 def series_of(facts: NoteFacts, path: str = "") -> frozenset[str] | None:
     """The key shapes of an observation note, numbers blanked (``stock_2027_02_08.o_negative_units`` and
     ``stock_2027_02_15.o_negative_units`` have one shape), with its path's shape when the path holds a
@@ -28,10 +32,6 @@ def series_of(facts: NoteFacts, path: str = "") -> frozenset[str] | None:
     shapes = {re.sub(r"\d+", "#", key) for key in facts.asserts}
     dated = _DATE_IN_PATH.sub("#", path)
     return frozenset(shapes | ({_PATH_SHAPE + dated} if dated != path else set()))
-
-
-_PATH_SHAPE = "path:"
-_DATE_IN_PATH = re.compile(r"(?<!\d)\d{4}[-_]?\d{2}[-_]?\d{2}(?!\d)")  # "log-2027-05-12.md", "log_20270512.md"
 
 
 def one_series(shapes: frozenset[str], other: frozenset[str]) -> bool:
