@@ -13,6 +13,8 @@ from retrieval_kernel.pipeline.answer_type import (
     PassageText,
     answers_asked,
     asked_attribute,
+    asked_dimension,
+    asked_holder,
     asked_kind,
     asked_role,
     asked_type,
@@ -72,7 +74,7 @@ AS_OF = "2026-11-30"
         ("What's the guest wifi password in the base lodge?", "password"),
         ("What's the door code for the staff entrance?", "password"),
         ("How do I reset my payslip portal password?", None),  # a procedure, not the password
-        ("What's the day rate for summer locum vets?", "quantity"),
+        ("What's the day rate for summer locum vets?", "money"),  # a day rate is paid in money
         ("What is the maximum free chlorine level before we close the pool?", "quantity"),
         ("What's the speed limit in the depot yard?", "quantity"),
         ("How do I put a banner on the website?", None),
@@ -413,3 +415,76 @@ def test_a_value_of_another_attribute_of_the_same_thing_does_not_answer() -> Non
     assert unstated(question, _idf(question), [seats]) is not None
     battery = _read("The Ardvolt E12 carries a 350 kWh battery pack.", "Ardvolt E12")
     assert unstated(question, _idf(question), [seats, battery]) is None
+
+
+@pytest.mark.parametrize(
+    ("question", "dimension"),
+    [
+        ("How many litres do the grease traps hold?", "volume"),
+        ("How much weight can the pallet trucks lift?", "weight"),
+        ("How many kilograms of stock can one trader keep?", "weight"),
+        ("What is the maximum vehicle height for the loading bay?", "length"),
+        ("How many pallets fit in the loading bay?", None),  # a count of things, in no unit
+        ("How long is the loading slot?", None),  # a length of time
+    ],
+)
+def test_the_units_a_question_asks_a_value_in(question: str, dimension: str | None) -> None:
+    assert asked_dimension(question) == dimension
+
+
+def test_a_number_in_other_units_does_not_answer_a_question_asking_for_litres_or_a_height() -> None:
+    litres = "How many litres do the grease traps under the kitchens hold?"
+    emptied = _read("The grease traps under the kitchens are emptied every 2 weeks.", "Drains and grease traps")
+    assert unstated(litres, _idf(litres), [emptied]) is not None
+    sized = _read("Each grease trap under the kitchens holds 180 litres.", "Drains and grease traps")
+    assert unstated(litres, _idf(litres), [emptied, sized]) is None
+    height = "What is the maximum vehicle height for the loading bay?"
+    tonnes = _read("The loading bay takes vehicles up to 7.5 tonnes.", "Loading bay")
+    assert unstated(height, _idf(height), [tonnes]) is not None
+    barrier = _read("The loading bay barrier limits vehicle height to 3.2 m.", "Loading bay")
+    assert unstated(height, _idf(height), [tonnes, barrier]) is None
+
+
+def test_another_persons_mobile_does_not_answer_whose_number_is_asked() -> None:
+    question = "What is the Markets Manager's mobile number?"
+    assert asked_holder(question) == {"market", "manag"}
+    coordinator = _read("The Yard Coordinator carries the market day mobile, 087 406 1180.", "Yard market contacts")
+    assert unstated(question, _idf(question), [coordinator]) is not None
+    manager = _read("The Markets Manager's mobile is 087 555 0192.", "Contacts")
+    assert unstated(question, _idf(question), [coordinator, manager]) is None
+
+
+def test_a_date_is_not_a_phone_number() -> None:
+    phone = asked_type("What is the duty manager's phone number?")
+    assert phone is not None and phone.name == "phone"
+    assert not stating_sentences("The rota changed on 2027-03-01.", phone)
+    assert stating_sentences("Call the desk on 01 884 2230.", phone)
+
+
+def test_an_hourly_rate_is_a_price_of_what_it_is_for() -> None:
+    question = "What is the hourly rate for a weekend porter?"
+    assert asked_kind(question) == "money" and priced_thing(question) == {"weekend", "porter"}
+    staffed = _read("The market employs 31 staff, plus 6 weekend porters.", "Staff numbers")
+    assert unstated(question, _idf(question), [staffed]) is not None
+    paid = _read("Weekend porters are paid 15 euro an hour.", "Pay")
+    assert unstated(question, _idf(question), [staffed, paid]) is None
+
+
+def test_a_company_question_is_not_answered_by_the_company_it_names_itself() -> None:
+    question = "Which company will take over the cleaning when the Carrowbeg contract ends?"
+    assert asked_kind(question) == "organisation"
+    current = _read("The grease traps are emptied every 2 weeks by Carrowbeg Cleaning.", "Cleaning")
+    assert unstated(question, _idf(question), [current]) is not None
+    successor = _read("From May the cleaning contract passes to Brightwell Facilities.", "Cleaning")
+    assert unstated(question, _idf(question), [current, successor]) is None
+    collector = "Which company collects the used cooking oil?"
+    unnamed = _read("Used cooking oil is collected every 2 weeks by a licensed collector.", "Cooking oil")
+    named = _read("Used cooking oil is collected every 2 weeks by Greenoil.", "Cooking oil")
+    assert unstated(collector, _idf(collector), [unnamed]) is not None
+    assert unstated(collector, _idf(collector), [named]) is None
+
+
+def test_a_place_is_not_a_company() -> None:
+    question = "Which company jets the drains?"
+    place = _read("The drains in Fish and Meat Row are jetted every 4 weeks.", "Drains")
+    assert unstated(question, _idf(question), [place]) is not None

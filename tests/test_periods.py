@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from test_answerability import AS_OF, md, workspace  # tests/ is on sys.path (rootdir-less test modules)
 
-from retrieval_kernel.pipeline.periods import asked_week, asks_next, gives_coming_date, names_week
+from retrieval_kernel.pipeline.periods import asked_day, asked_week, asks_next, gives_coming_date, names_day, names_week
 
 
 @pytest.mark.parametrize(
@@ -187,3 +187,69 @@ def test_a_coming_date_answers_when_the_next_one_is(tmp_path: Path) -> None:
     with workspace(tmp_path, RETURNS | scheduled, lanes=("identity", "lexical", "dense")) as ws:
         packet = ws.query("When is the next fire drill in the terminal?", as_of=AS_OF)
     assert not packet.abstained and packet.evidence[0].id == "evacuation#fire-drills"
+
+
+@pytest.mark.parametrize(
+    ("question", "day"),
+    [
+        ("What was the footfall on Saturday 11 September?", (9, 11)),
+        ("How many passes did we sell on 14 March?", (3, 14)),
+        ("What did the log say on 2027-09-11?", (9, 11)),
+        ("Is the hall open on 25 December?", None),  # a rule, not a day's record
+        ("The cranes came in on 2 July. Can they go on show after five weeks?", None),  # told, not asked
+        ("What was sold between 2 and 9 May?", None),  # the question names a span, or nothing readable
+    ],
+)
+def test_the_day_a_past_tense_question_asks_about(question: str, day: tuple[int, int] | None) -> None:
+    assert asked_day(question) == day
+
+
+DAY_LOGS = RETURNS | {
+    f"records/daily-log-2027-09-{day:02d}.md": md(
+        f"Daily log, {day} September 2027",
+        {"Passengers": f"We handled {count} passengers today."},
+        id=f"daily-log-2027-09-{day:02d}",
+        authority="reference",
+        kind="record",
+        observed="2026-11-29",
+    )
+    for day, count in ((9, 2410), (10, 2633))
+}
+
+
+def test_a_day_no_log_covers_is_not_answered_by_another_days_log(tmp_path: Path) -> None:
+    assert names_day(["records/daily-log-2027-09-10.md"], (9, 10))
+    assert not names_day(["We handled 2410 passengers on 9 September."], (9, 10))
+    with workspace(tmp_path, DAY_LOGS, lanes=("identity", "lexical", "dense")) as ws:
+        covered = ws.query("How many passengers did we handle on 10 September?", as_of=AS_OF)
+        missing = ws.query("How many passengers did we handle on 11 September?", as_of=AS_OF)
+    assert not covered.abstained and covered.evidence[0].id.startswith("daily-log-2027-09-10#")
+    assert missing.abstained and any("asks about 11 September" in warning for warning in missing.warnings)
+
+
+HARBOUR = {
+    "policies/visiting-boats.md": md(
+        "Visiting boats",
+        {
+            "Length of stay": "Visiting boats may stay up to 7 nights on the visitor pontoon.",
+            "Rafting": "Visiting boats may raft up to three deep on the outer pontoon.",
+            "Dogs": "Dogs on visiting boats must be on a lead ashore.",
+        },
+        id="visiting-boats",
+        authority="authoritative",
+    ),
+    "records/harbour-log-2027-05-12.md": md(
+        "Harbour log, 12 May 2027",
+        {"Arrivals and departures": "14 visiting boats came in today and 9 left."},
+        id="harbour-log-2027-05-12",
+        authority="reference",
+        kind="record",
+        observed="2027-05-12",
+    ),
+}
+
+
+def test_verifying_orders_by_authority_only_among_passages_that_answer_about_as_well(tmp_path: Path) -> None:
+    with workspace(tmp_path, HARBOUR, lanes=("identity", "lexical", "dense")) as ws:
+        packet = ws.query("How many visiting boats came in today?", as_of="2027-05-12", intent="verify", top=2)
+    assert [item.id for item in packet.evidence][:1] == ["harbour-log-2027-05-12#arrivals-and-departures"]

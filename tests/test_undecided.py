@@ -68,3 +68,14 @@ def test_a_packet_abstains_when_the_best_passage_says_it_is_not_decided(tmp_path
     assert packet.abstained and packet.abstention_reason == "below_threshold"
     assert any("not decided yet" in warning for warning in packet.warnings)
     assert not answered.abstained
+
+
+def test_the_open_sentence_may_hold_a_question_word_in_another_form() -> None:
+    question = "Which company will take over the cleaning when the Carrowbeg contract ends?"
+    minutes = (
+        "The Carrowbeg Cleaning contract ends in March 2028. The committee discussed a tender, but no contractor "
+        "was chosen."
+    )
+    assert says_undecided(minutes, set(content_terms(question)), asked_type(question))  # contract, contractor
+    other = "The Carrowbeg Cleaning contract ends in March 2028. No date for the fire drill was agreed."
+    assert not says_undecided(other, set(content_terms(question)), asked_type(question))

@@ -63,6 +63,11 @@ _NOT_NAMES = (  # capitalised at a sentence's start or in a heading, never a nam
 )
 _NAME_WORD = rf"(?!(?:{_NOT_NAMES})\b)(?:O['\u2019])?(?:Mc|Mac)?[A-Z][a-zà-ÿ'\u2019]+(?:-[A-Z][a-zà-ÿ'\u2019]+)?"
 _NAME = rf"(?-i:\b{_NAME_WORD}(?:\s+{_NAME_WORD})+\b)"  # two capitalised words in a row: "Declan Feehily"
+# "Carrowbeg Cleaning", "Fenmore Refrigeration Ltd", "collected by Greenway": a company's name.
+_ORGANISATION_NAME = (
+    rf"{_NAME}|(?-i:\b(?:by|from|with|to|uses?|using|via)\s+[A-Z][\w&'\u2019-]+)|"
+    r"(?-i:\b[A-Z][\w&'\u2019-]+\s+(?:Ltd|Limited|plc|Inc|LLC)\b)"
+)
 _WEEKDAY = r"(?:mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|saturdays?|sundays?|weekdays?|weekends?)"
 
 
@@ -89,7 +94,8 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         r"worth|budget)\b|\bhow much (?:money|cash)\b|\bwhat (?:is|are) the (?:price|cost|fee|charge|rate)s?\b|"
         r"\bprice of\b|\bcost of\b|\bhow much is\b|\bwhat (?:does|do|did|will|would) [^?]*\b(?:cost|charge)\b|"
         r"\bwhat(?:'s| is| are)? (?:the |our |a |an )?(?:[\w-]+ ){0,3}(?:fee|price|cost|charge|deposit|fare)s?\b|"
-        r"\bhow much (?!notice\b|time\b|warning\b)[^?]*\b(?:claim|earn|charge|cost|pay|deposit|refund)",
+        r"\bhow much (?!notice\b|time\b|warning\b)[^?]*\b(?:claim|earn|charge|cost|pay|deposit|refund)|"
+        r"\b(?:hourly|daily|weekly|nightly|day|pay) rates?\b",
         # a deposit, a discount or a fee is often a share of something: "a 25 percent deposit"
         r"[£$€¥]\s?\d|\b\d[\d,.]*\s?(?:pounds?|euros?|dollars?|usd|eur|gbp|chf|pence|p|cents?|k)\b|"
         rf"\b(?:eur|usd|gbp|chf)\s?\d|\bfree\b|\bno charge\b|\bat cost\b|{_SHARE}",
@@ -105,7 +111,7 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         "a phone number",
         r"\bphone number\b|\btelephone number\b|\bnumber to call\b|\bextension\b|\bmobile number\b|"
         r"\bwhat number\b.*\b(?:call|ring|dial|phone|text)\b",
-        r"\+?\d[\d\s().-]{5,}\d|\bext\.?\s?\d+\b|\bx\d{3,}\b",
+        r"(?<![\w-])(?!\d{4}-\d{2}-\d{2}\b)\+?\d[\d\s().-]{5,}\d|\bext\.?\s?\d+\b|\bx\d{3,}\b",  # a date is no number
     ),
     _type(
         "email",
@@ -129,6 +135,13 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         r"|[A-Za-z]*\d[\w!@#$%^&*-]*)",
     ),
     _type(
+        "organisation",
+        "a company's name",
+        r"\b(?:which|what) (?:[\w-]+ )?(?:company|companies|firm|firms|contractor|contractors|supplier|suppliers|"
+        r"vendor|vendors|provider|providers|collector|haulier|installer)\b",
+        _ORGANISATION_NAME,
+    ),
+    _type(
         "person",
         "a person's name",
         _WHO_IS + r"|\bwhat(?:'s| is) the name of\b|" + _WHICH_PERSON + r"|" + _WHO_IS_ON,
@@ -149,7 +162,7 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         "a measurement",
         r"\bwhat (?:temperature|wattage|speed|wind speed|voltage|height|weight|width|depth|pressure|size|rating)\b|"
         r"\b(?:which|what) (?:wind )?speed\b|\bwind limit\b|\bhow hot\b|\bhow cold\b|\bhow warm\b|"
-        r"\b(?:maximum|minimum|max|min) (?:height|weight|length|width|speed|temperature)\b",
+        r"\b(?:maximum|minimum|max|min) (?:[\w-]+ ){0,2}(?:height|weight|length|width|speed|temperature)\b",
         rf"\b\d[\d,.]*\s?{_MEASURE_UNIT}|\bbeaufort\b|\bforce \d|\bgale\b",
     ),
     _type(
@@ -396,7 +409,7 @@ def prices(text: str, context: Set[str], thing: Set[str]) -> bool:
     return False
 
 
-def _holds(words: Set[str], term: str) -> bool:
+def holds_stem(words: Set[str], term: str) -> bool:
     """Whether ``words`` hold ``term`` or a word of the same stem ("faulty" for "faults")."""
     return term in words or any(_same_stem(term, word) for word in words)
 
@@ -596,11 +609,17 @@ _VALUE_SORTS = frozenset(
 )
 
 
+_NAMING_KINDS = frozenset({"person", "organisation", "phone", "email", "url", "password"})  # never a number
+
+
 def asks_for_no_value(question: str, value: str | None) -> bool:
     """Whether ``question`` asks for a person, a place, a procedure or a quality while a fact's values
     are ``value`` (a count, a length of time, money, a time or a date): then it does not ask for them."""
-    if value not in _NUMERIC_KINDS or asked_kind(question) is not None:
+    if value not in _NUMERIC_KINDS:
         return False
+    asked = asked_kind(question)
+    if asked is not None:
+        return asked in _NAMING_KINDS
     if _ASKS_NO_VALUE.search(question):
         return True
     which = _WHICH_THING.search(question)
@@ -641,7 +660,11 @@ def unstated(question: str, idf: Mapping[str, float], leading: Sequence[PassageT
     if not stating:
         return kind
     counted = counted_thing(question) if kind.name == "count" else None
-    if counted and any(_holds(p.holds, counted) for p in leading) and not any(counts(p.text, counted) for p in stating):
+    if (
+        counted
+        and any(holds_stem(p.holds, counted) for p in leading)
+        and not any(counts(p.text, counted) for p in stating)
+    ):
         return kind  # the notes name what is counted and never put a number on it
     priced = priced_thing(question) if kind.name == "money" else None
     if priced and not any(prices(p.text, p.context, priced) for p in stating):
@@ -652,7 +675,95 @@ def unstated(question: str, idf: Mapping[str, float], leading: Sequence[PassageT
     role = asked_role(question) if kind.name == "person" else None
     if role and not any(names_role(p.text, p.context, role) for p in stating):
         return kind  # names appear, none beside the role asked about
+    dimension = asked_dimension(question) if kind.name in _MEASURED_KINDS else None
+    if dimension and not any(measures(p.text, dimension) for p in stating):
+        return kind  # numbers appear, none in the units asked for ("emptied every 2 weeks" for "how many litres")
+    holder = asked_holder(question) if kind.name in _HELD_KINDS else frozenset()
+    if holder and not any(_names_attribute(p, kind, holder) for p in stating):
+        return kind  # numbers appear, none beside whose number is asked ("the Markets Manager's mobile")
+    if kind.name == "organisation" and not any(names_other_company(p.text, question) for p in stating):
+        return kind  # the only company named is the one the question names itself
     return None
+
+
+# "How many litres ...", "how much weight can ... lift", "the maximum vehicle height": what the value is
+# measured in. A number in other units does not answer ("2 bays for vehicles up to 7.5 tonnes" is no height).
+_ASKED_DIMENSION = tuple(
+    (dimension, re.compile(asks, re.IGNORECASE))
+    for dimension, asks in (
+        (
+            "weight",
+            r"\bhow (?:many|much) (?:kg|kgs|kilos?|kilograms?|tonnes?|tons)\b|\bhow much weight\b|\bhow heavy\b|"
+            r"\bwhat weight\b|\b(?:maximum|minimum|max|min) (?:[\w-]+ ){0,2}weight\b|\bweight limit\b",
+        ),
+        (
+            "length",
+            r"\bhow many (?:metres|meters|feet|inches|miles|kilometres|kilometers|km|centimetres|yards)\b|"
+            r"\bhow (?:tall|wide|deep)\b|\bwhat (?:height|width|depth|length)\b|"
+            r"\b(?:maximum|minimum|max|min) (?:[\w-]+ ){0,2}(?:height|width|depth)\b|\bheight limit\b|\bheadroom\b",
+        ),
+        ("volume", r"\bhow many (?:litres|liters|gallons|millilitres|milliliters)\b|\bwhat volume\b"),
+    )
+)
+_MEASURED_KINDS = frozenset({"count", "measurement", "quantity"})  # "the landing fee per tonne" is a price
+_UNITS = {
+    "weight": r"kg|kgs|kilos?|kilograms?|g|grams?|tonnes?|tons?|t|lbs?",
+    "length": r"m|metres?|meters?|cm|centimetres?|mm|millimetres?|km|kilometres?|ft|feet|foot|inch(?:es)?|"
+    r"miles?|yards?",
+    "volume": r"l|litres?|liters?|ml|millilitres?|gallons?|m3|m\u00b3|cubic",
+}
+_MEASURED = {
+    dimension: re.compile(rf"(?<![\w.]){_NUMBER}\s?-?(?:{units})\b", re.IGNORECASE)
+    for dimension, units in _UNITS.items()
+}
+
+
+def asked_dimension(question: str) -> str | None:
+    """What ``question`` asks a value to be measured in (``weight``, ``length``, ``volume``), or ``None``."""
+    return next((dimension for dimension, asks in _ASKED_DIMENSION if asks.search(question)), None)
+
+
+def measures(text: str, dimension: str) -> bool:
+    """Whether ``text`` states a number in units of ``dimension`` ("7.5 tonnes", "2.1m", "200 litre")."""
+    return bool(_MEASURED[dimension].search(text))
+
+
+# "What is the Markets Manager's mobile number?": whose number is asked; another person's does not answer.
+_HELD_KINDS = frozenset({"phone", "email"})
+_HOLDER = re.compile(
+    r"\b(?:the\s+|our\s+)?((?:[\w-]+\s+){0,3}?[\w-]+)['\u2019]s\s+(?:[\w-]+\s+)?(?:phone|telephone|mobile|e-?mail|"
+    r"extension|number|address)\b|\b(?:phone|telephone|mobile|e-?mail) (?:number |address )?(?:of|for) "
+    r"(?:the\s+|our\s+)?((?:[\w-]+\s*){1,4})",
+    re.IGNORECASE,
+)
+_NOT_HOLDER = frozenset(analyze("what whats who is are the our my your their a an number call ring text"))
+
+
+def asked_holder(question: str) -> frozenset[str]:
+    """The index terms of whose phone number or email ``question`` asks (``market``, ``manag``); empty if unnamed."""
+    found = _HOLDER.search(question)
+    if found is None:
+        return frozenset()
+    return frozenset(analyze(found[1] or found[2])) - _NOT_HOLDER - TYPE_WORDS
+
+
+# "Fish and Meat Row", "Weir Lane": capitalised words naming a place, not a company.
+_PLACE = re.compile(
+    r"\b(?:Row|Street|Road|Lane|Avenue|Square|Yard|Aisle|Quay|Pier|Wharf|Way|Place|Bay|Wing|Floor|Gate|Bridge|Park|"
+    r"Hall|House|Station|Centre|Center|Room|Building|Block|Terrace|Close|Drive)$"
+)
+
+
+def names_other_company(text: str, question: str) -> bool:
+    """Whether a sentence of ``text`` names a company (not a place) other than those ``question`` names itself."""
+    kind = next(kind for kind in ANSWER_TYPES if kind.name == "organisation")
+    named = set(analyze(question))
+    return any(
+        set(analyze(name)) - named
+        for sentence in stating_sentences(text, kind)
+        for name in kind.states.findall(sentence)
+        if not _PLACE.search(name)
+    )
 
 
 # "What's the rope speed of the Summit Express?": the attribute asked is named before "of"; a value of

@@ -40,7 +40,7 @@ from ..projections.lexical import LexicalProjection, analyze
 from ..store.records import StoredPassage
 from .answer_type import AnswerType, PassageText, asked_type, question_parts, unstated, value_sentences
 from .lanes import LaneRun
-from .periods import asked_week, asks_next, gives_coming_date, names_week
+from .periods import asked_day, asked_week, asks_next, gives_coming_date, names_day, names_week
 from .undecided import says_undecided
 
 if TYPE_CHECKING:
@@ -182,6 +182,7 @@ class Judgement:
     unstated: AnswerType | None = None  # the kind of value asked for that no leading passage states
     stated_similarity: float | None = None  # the closest value-stating sentence's cosine to the question
     unmatched_week: int | None = None  # the numbered week asked about that no leading passage is about
+    unmatched_day: tuple[int, int] | None = None  # the (month, day) asked about that no leading passage names
     unscheduled: bool = False  # it asks when the next one is, and no leading passage gives a coming date
     undecided: bool = False  # the passage answering best says what is asked is not decided yet
 
@@ -208,7 +209,13 @@ class Judgement:
 
     @property
     def _lacking(self) -> bool:
-        return self.unstated is not None or self.unmatched_week is not None or self.unscheduled or self.undecided
+        return (
+            self.unstated is not None
+            or self.unmatched_week is not None
+            or self.unmatched_day is not None
+            or self.unscheduled
+            or self.undecided
+        )
 
     def why_not(self) -> str:
         """Why nothing found answers (for exclusions and abstentions)."""
@@ -216,6 +223,12 @@ class Judgement:
             return (
                 f"the question asks about week {self.unmatched_week} and none of the leading passages is about "
                 f"that week (confidence {self.confidence:.2f} otherwise)"
+            )
+        if self.unmatched_day is not None and self.confidence >= self.threshold:
+            month, day = self.unmatched_day
+            return (
+                f"the question asks about {day} {dt.date(2000, month, day):%B} and none of the leading passages "
+                f"is about that day (confidence {self.confidence:.2f} otherwise)"
             )
         if self.unscheduled and self.confidence >= self.threshold:
             return (
@@ -325,6 +338,9 @@ class Judge:
         week = asked_week(query)
         if week is not None and any(names_week(_identity_texts(c.stored), week) for c in ranked[:TYPED_LEADING]):
             week = None
+        day = asked_day(query)
+        if day is not None and any(names_day(_identity_texts(c.stored), day) for c in ranked[:TYPED_LEADING]):
+            day = None
         unscheduled = as_of is not None and self.unscheduled(query, ranked[:TYPED_LEADING], as_of, unseen)
         best = max(ranked[:TYPED_LEADING], key=lambda c: probabilities.get(c.id, 0.0), default=None)
         single = len(question_parts(query)) == 1  # a two-part question is not emptied by one open part
@@ -342,6 +358,7 @@ class Judge:
             unstated=missing,
             stated_similarity=closest,
             unmatched_week=week,
+            unmatched_day=day,
             unscheduled=unscheduled,
             undecided=undecided,
         )

@@ -6,7 +6,8 @@ identity, like an order number: the record of another week does not answer for i
 about week 13 when its note's path, its heading path or its text names that week ("week 13",
 "wk 13", ``traffic-week-2027-13``, "2027-W13").
 
-The same holds for the next occurrence of something (see ``asks_next``).
+The same holds for one calendar day asked about in the past tense (see ``asked_day``) and for the next
+occurrence of something (see ``asks_next``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,28 @@ def names_week(texts: Iterable[str], week: int) -> bool:
     """Whether any of ``texts`` (a path, a heading path, a passage) names week ``week``."""
     pattern = re.compile(rf"(?:\bweek|\bwk|\d{{4}}-?w)[\s_-]*(?:\d{{4}}[\s_-]+)?0?{week}(?![\d])", re.IGNORECASE)
     return any(pattern.search(text) for text in texts)
+
+
+# "What was the footfall on Saturday 11 September?" asks the record of one day: a weekly return or
+# another day's log does not answer it. Only a question about the past (was, were, did, had) that names
+# one calendar day where it asks; "is the hall open on 25 December?" asks a rule, which any note may give.
+_PAST = re.compile(r"\b(?:was|were|did|had)\b", re.IGNORECASE)
+_SPAN = re.compile(r"\b(?:between|since|until|till|through|from|before|after|by)\b", re.IGNORECASE)  # not one day
+_ASKING = re.compile(r"[^.!?]*\?")  # the sentences that ask ("The cranes came in on 2 July." only tells)
+
+
+def asked_day(question: str) -> tuple[int, int] | None:
+    """The (month, day) of the one calendar day a past-tense question asks about, or ``None``."""
+    asking = " ".join(_ASKING.findall(question)) or question
+    if not _PAST.search(asking) or _SPAN.search(asking):
+        return None
+    days = {(day.month, day.day) for day in _dates(asking, _ANY_YEAR)}
+    return days.pop() if len(days) == 1 else None
+
+
+def names_day(texts: Iterable[str], day: tuple[int, int]) -> bool:
+    """Whether any of ``texts`` (a path, a heading path, a passage) names the calendar ``day`` (month, day)."""
+    return any((found.month, found.day) == day for text in texts for found in _dates(text, _ANY_YEAR))
 
 
 # "When is the next fire drill?" asks for a coming date. "Drills are held twice a year" says how
@@ -69,6 +92,9 @@ def _dates(text: str, year: int) -> Iterator[dt.date]:
         yield from _date(int(named_year or year), _month(month), int(day))
     for month, day, named_year in _MONTH_DAY.findall(text):
         yield from _date(int(named_year or year), _month(month), int(day))
+
+
+_ANY_YEAR = 2000  # a leap year: "29 February" without a year is still a day
 
 
 def _month(name: str) -> int:

@@ -70,6 +70,7 @@ from .freshness import source_age_days
 from .validity import Observations, Standing, with_successors
 
 NEAR_DUPLICATE_JACCARD = 0.8  # word-trigram overlap at which two passages say the same thing
+AUTHORITY_TIER = 0.5  # verifying orders by authority the passages answering at least this share of the best
 CONFLICT_WINDOW = 8  # conflicts are sought on the propositions of this many leading eligible candidates (or top)
 _TOKEN = re.compile(r"\w+")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
@@ -382,13 +383,20 @@ def _order(
     order = ROLE_ORDER[intent]
     present = {admission.candidate.path for admission in kept}
 
-    def key(item: tuple[int, Admission]) -> tuple[int, int, int, float, int]:
-        position, admission = item
-        authority = -admission.candidate.facts.authority_level if intent == "verify" else 0
+    def answers(admission: Admission) -> float:
         candidate = admission.candidate
-        answers = (judged.of(candidate.pulled_in_for or candidate.id) or 0.0) if judged.orders else 0.0
+        return (judged.of(candidate.pulled_in_for or candidate.id) or 0.0) if judged.orders else 0.0
+
+    best = max((answers(admission) for admission in kept), default=0.0)
+
+    def key(item: tuple[int, Admission]) -> tuple[int, int, int, int, float, int]:
+        position, admission = item
+        # Verifying puts authority first among the passages that answer about as well as the best one:
+        # a policy that barely answers does not push today's log, which answers, past the top.
+        weak = int(answers(admission) < AUTHORITY_TIER * best)
+        authority = -admission.candidate.facts.authority_level if intent == "verify" else 0
         amended = int(bool(set(admission.partly_superseded_by) & present))  # its amending note answers first
-        return (order.index(admission.role), authority, amended, -answers, position)
+        return (order.index(admission.role), weak, authority, amended, -answers(admission), position)
 
     ranked = [admission for _, admission in sorted(enumerate(kept), key=key)]
     blocking = {side.path for conflict in conflicts if conflict.blocking for side in conflict.sides}

@@ -13,7 +13,7 @@ import re
 from collections.abc import Set
 
 from ..projections.lexical import analyze
-from .answer_type import TYPE_WORDS, AnswerType, stating_sentences
+from .answer_type import TYPE_WORDS, AnswerType, holds_stem, stating_sentences
 
 _DECIDED = (
     r"(?:agreed|decided|chosen|confirmed|fixed|settled|scheduled|approved|finali[sz]ed|announced|arranged|"
@@ -47,8 +47,8 @@ def says_undecided(text: str, question_terms: Set[str], asked: AnswerType | None
     if not open_sentences:
         return False
     own = set(question_terms) - TYPE_WORDS
-    if any(own & set(analyze(sentence)) for sentence in open_sentences):
-        return True
+    if any(holds_stem(set(analyze(sentence)), term) for sentence in open_sentences for term in own):
+        return True  # "no contractor was chosen" for "when the contract ends": the same stem
     if asked is None:
         return False
     stated = [sentence for sentence in stating_sentences(text, asked) if not UNDECIDED.search(sentence)]
