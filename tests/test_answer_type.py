@@ -488,3 +488,36 @@ def test_a_place_is_not_a_company() -> None:
     question = "Which company jets the drains?"
     place = _read("The drains in Fish and Meat Row are jetted every 4 weeks.", "Drains")
     assert unstated(question, _idf(question), [place]) is not None
+
+
+def test_stated_values_read_in_their_usual_words() -> None:
+    assert counted_thing("How many children under 12 can one adult supervise?") == "children"
+    assert counts("2 auto belay fault lights were logged today.", "light")  # four words from the number
+    weight = asked_type("Over what weight does a volume need two setters?")
+    assert weight is not None and stating_sentences("Any hold over 15 kilograms is lifted by two setters.", weight)
+    phone = asked_type("What is the IT helpdesk extension?")
+    assert phone is not None and stating_sentences("The IT helpdesk is on extension 4210.", phone)
+    early = asked_type("How early can members get in on a Sunday?")
+    assert early is not None and stating_sentences("Members may come in an hour before the gates open.", early)
+
+
+def test_a_price_may_name_its_thing_in_the_sentence_before() -> None:
+    question = "How much does it cost to get climbing shoes resoled?"
+    resoling = _read("Climbing shoes are resoled by Haddon. A resole costs 45 euro a pair.", "Resoling")
+    assert unstated(question, _idf(question), [resoling]) is None
+    other = _read("Harnesses are checked monthly. A resole costs 45 euro a pair.", "Resoling")
+    assert unstated(question, _idf(question), [other]) is not None  # the shoes are named nowhere near
+
+
+def test_a_side_question_about_a_response_time_does_not_ask_for_a_contested_temperature() -> None:
+    assert value_kind("palm_house_low_temp_alarm_c", [12, 10]) == "measurement"  # "_c": degrees
+    question = "When the Palm House low temperature alarm goes, how fast must the duty gardener get there?"
+    assert asked_kind(question) == "duration"
+    assert not answers_asked(asked_kind(question), "measurement")
+
+
+def test_whose_extension_is_asked() -> None:
+    assert asked_holder("What is the internal extension for the information desk?") == {"inform", "desk"}
+    question = "What is the internal extension for the information desk?"
+    tower = _read("The tower is on internal extension 2210. The fire station is on extension 2999.", "Useful numbers")
+    assert unstated(question, _idf(question), [tower]) is not None

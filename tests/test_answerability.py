@@ -459,3 +459,32 @@ def test_a_count_the_best_answer_states_itself_is_not_a_question_about_a_tie_beh
     assert not _blocks_question(tie, confident, eligible, "How many night shifts a week can a berthing master work?")
     # The same ranking for a count the best answer does not state: the tie's stating passage, second, may answer.
     assert _blocks_question(tie, confident, eligible, "How many nights can a visiting boat stay?")
+
+
+LOANS = {
+    "herbarium-handbook.md": md(
+        "Herbarium handbook",
+        {
+            "Outgoing loans": "Specimens go out on loan for 12 months. The borrowing institution returns the signed "
+            "invoice sheet within 2 weeks of receiving the parcel.",
+        },
+        id="herbarium-handbook",
+        authority="reference",
+        asserts={"specimen_loan_months": 12},
+    ),
+    "loans-policy.md": md(
+        "Specimen loans policy",
+        {"Loan period": "Specimens go out on loan for 6 months, renewable once."},
+        id="loans-policy",
+        authority="reference",
+        asserts={"specimen_loan_months": 6},
+    ),
+}
+
+
+def test_a_side_question_answered_beside_the_contested_value_in_the_same_section_is_answered(tmp_path: Path) -> None:
+    with workspace(tmp_path, LOANS, lanes=("identity", "lexical", "dense")) as ws:
+        side = ws.query("How soon after a loan arrives must the borrower return the signed invoice sheet?", as_of=AS_OF)
+        tied = ws.query("How many months do specimens go out on loan for?", as_of=AS_OF)
+    assert not side.abstained and side.evidence[0].id == "herbarium-handbook#outgoing-loans"
+    assert tied.abstention_reason == "unresolved_conflict"

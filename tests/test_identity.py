@@ -91,10 +91,13 @@ def test_identifier_resolves_and_leads_the_packet(
     packet = workspace.query(query, as_of=AS_OF)
     assert not packet.abstained
     ids = [item.id for item in packet.evidence]
-    assert ids[: len(expected)] == expected
-    assert packet.evidence[0].retrieved_by[0] == LaneHit("identity", 1, 1.0)
-    for rank, item in enumerate(packet.evidence[: len(expected)], 1):
-        assert LaneHit("identity", rank, 1.0) in item.retrieved_by
+    # the named passages lead; a whole note's passages in the order the query fits them
+    assert sorted(ids[: len(expected)]) == sorted(expected)
+    identity_ranks = [
+        hit.rank for item in packet.evidence[: len(expected)] for hit in item.retrieved_by if hit.lane == "identity"
+    ]
+    assert sorted(identity_ranks) == list(range(1, len(expected) + 1))
+    assert LaneHit("identity", 1, 1.0) in packet.evidence[ids.index(expected[0])].retrieved_by
     identity = lane(packet, "identity")
     assert (identity.status, identity.candidates) == ("ok", len(expected))
 
@@ -172,3 +175,21 @@ def test_query_naming_nothing_leaves_identity_empty(workspace: Workspace, query:
 
 def test_limit_caps_identity_hits(workspace: Workspace) -> None:
     assert [hit.passage_id for hit in resolve("deploy-runbook", workspace.records, 1)] == DEPLOY_IDS[:1]
+
+
+def test_a_named_notes_passages_lead_in_the_order_the_question_fits_them(tmp_path) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "climate.md").write_text(
+        "---\nid: climate-standard\naliases: [Palm House]\n---\n# Glasshouse climate standard\n\n"
+        "## Temperatures\n\nThe Palm House is run at 20 to 28 degrees by day.\n\n"
+        "## Misting\n\nThe Palm House misting lines come on at 11:00 and at 15:00.\n",
+        encoding="utf-8",
+    )
+    (notes / "other.md").write_text("# Opening hours\n\nThe garden opens at 10:00.\n", encoding="utf-8")
+    with Workspace(notes, tmp_path / "store", lanes=("identity", "lexical")) as ws:
+        ws.index()
+        named = [c.id for c in ws.retrieve("At what times do the Palm House misting lines come on?")]
+        by_id = [c.id for c in ws.retrieve("climate-standard#temperatures and the misting lines")]
+    assert named[:2] == ["climate-standard#misting", "climate-standard#temperatures"]  # both named, misting fits
+    assert by_id[0] == "climate-standard#temperatures"  # a passage named by its own id still comes first

@@ -46,7 +46,7 @@ def retrieve_candidates(
         for p in workspace.records.passages_of(path)
     )
     runs = workspace.run_lanes(text, chosen, hidden=hidden)
-    ranked = workspace.rank(runs)
+    ranked = workspace.rank(runs, text)
     candidates = group_candidates(ranked, pool or CANDIDATE_POOL)
     if "dense" in chosen:
         candidates = attach_clause_cosines(workspace, text, candidates, hidden)

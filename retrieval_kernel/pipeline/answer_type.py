@@ -42,7 +42,9 @@ _SHARE = (
 )
 _MEASURE_UNIT = (
     r"(?:°|deg\b|degrees|c\b|f\b|w\b|watts?\b|kw\b|mph\b|km/?h\b|kph\b|knots?\b|kts\b|kn\b|m/s\b|m\b|metres?\b|"
-    r"meters?\b|cm\b|mm\b|km\b|kg\b|g\b|tonnes?\b|t\b|lbs?\b|bar\b|psi\b|v\b|volts?\b|ft\b|feet\b|inch(?:es)?\b)"
+    r"meters?\b|cm\b|mm\b|km\b|kg\b|g\b|tonnes?\b|t\b|lbs?\b|bar\b|psi\b|v\b|volts?\b|ft\b|feet\b|inch(?:es)?\b|"
+    r"kilograms?\b|kilos?\b|grams?\b|litres?\b|liters?\b|l\b|ml\b|centimetres?\b|millimetres?\b|kilometres?\b|"
+    r"miles?\b|yards?\b|gallons?\b|tons?\b)"
 )
 # "Who is the depot manager?" asks for the person in a role: a name ("Declan Feehily"), not the role's description.
 _WHO_IS = (  # "who" opening a clause, asking who holds something ("can a woman who's pregnant ..." does not)
@@ -111,7 +113,8 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         "a phone number",
         r"\bphone number\b|\btelephone number\b|\bnumber to call\b|\bextension\b|\bmobile number\b|"
         r"\bwhat number\b.*\b(?:call|ring|dial|phone|text)\b",
-        r"(?<![\w-])(?!\d{4}-\d{2}-\d{2}\b)\+?\d[\d\s().-]{5,}\d|\bext\.?\s?\d+\b|\bx\d{3,}\b",  # a date is no number
+        # a date is no phone number; "extension 4210" is one
+        r"(?<![\w-])(?!\d{4}-\d{2}-\d{2}\b)\+?\d[\d\s().-]{5,}\d|\bext(?:\.|ension)?\s?\d+\b|\bx\d{3,}\b",
     ),
     _type(
         "email",
@@ -196,9 +199,11 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         r"\bhow long\b|\bhow early\b|\bhow late\b|\bwithin what time\b|\bhow quickly\b|\bby when\b|"
         r"\bhow many (?:seconds|minutes|hours|days|nights|weeks|months|years|working days|business days|shifts)\b|"
         r"\bhow often\b|\bhow frequently\b|\bhow soon\b|\bhow far (?:in advance|ahead)\b|\bhow much notice\b|"
-        r"\bwithin how\b|"
+        r"\bwithin how\b|\bhow fast (?:must|should|do|does|will|has|have)\b[^?]*\b(?:get|reach|respond|reply|arrive|"
+        r"attend|answer)\b|"
         r"\bminimum gap\b|\btarget time\b|\btime limit\b|\bhow much time\b",
-        rf"\b{_NUMBER}[\s-]*(?:\w+[\s-]+)?{_TIME_UNIT}\b|\b(?:daily|weekly|monthly|yearly|annually|hourly|nightly|"
+        rf"\b{_NUMBER}[\s-]*(?:\w+[\s-]+)?{_TIME_UNIT}\b|\b(?:an?|half an?)\s+{_TIME_UNIT}\b|"
+        r"\b(?:daily|weekly|monthly|yearly|annually|hourly|nightly|"
         r"quarterly|fortnightly|every)\b|\bindefinitely\b|\bforever\b|\bpermanent(?:ly)?\b|\buntil\b",
     ),
     _type(
@@ -236,7 +241,8 @@ _ENDS_COUNTED = frozenset(
     re.findall(
         r"\S+",
         "do does did are is was were can could should would will may might must have has had we you they there "
-        "of in on at for per to go get need a an the our your their it this that",
+        "of in on at for per to go get need a an the our your their it this that under over aged with from by who "
+        "which",
     )
 )
 GENERIC_COUNTED = frozenset(analyze("people persons person staff members things items units times ones"))
@@ -249,6 +255,7 @@ _UNIT_AFTER = frozenset(  # a number followed by one of these measures something
         "seconds day days week weeks month months year years am pm",
     )
 )
+_COUNTED_REACH = 4  # "2 auto belay fault lights": the counted word within this many words after the number
 _COUNT_LINKS = frozenset({"of", ":", "=", "is", "are", "total", "totals", "numbering", "x"})  # "a team of four"
 
 
@@ -317,7 +324,7 @@ def counted_thing(question: str) -> str | None:
         return None
     words: list[str] = []
     for word in found.group(1).split():
-        if word.lower() in _ENDS_COUNTED:
+        if word.lower() in _ENDS_COUNTED or _IS_NUMBER.match(word):  # "children under 12": children
             break
         words.append(word)
     terms = [term for word in words for term in analyze(word)]
@@ -400,10 +407,15 @@ def priced_thing(question: str) -> frozenset[str]:
 
 
 def prices(text: str, context: Set[str], thing: Set[str]) -> bool:
-    """Whether a sentence of ``text`` states an amount and, with the heading path, names the whole ``thing``."""
+    """Whether a sentence of ``text`` states an amount and, with the heading path and the sentence before it,
+    names the whole ``thing``."""
     money = next(kind for kind in ANSWER_TYPES if kind.name == "money")
-    for sentence in stating_sentences(text, money):
-        words = context | set(analyze(sentence))
+    sentences = _SENTENCE_END.split(text)
+    for at, sentence in enumerate(sentences):
+        if not money.states.search(sentence):
+            continue
+        # with the sentence before: "Climbing shoes are resoled by Haddon. A resole costs 45 euro a pair."
+        words = context | set(analyze(sentence)) | (set(analyze(sentences[at - 1])) if at else set())
         if all(any(_same_stem(term, word) for word in words) for term in thing):
             return True
     return False
@@ -455,7 +467,7 @@ def counts(text: str, term: str) -> bool:
             unit = at + 1 < len(tokens) and tokens[at + 1] in _UNIT_AFTER and terms[at + 1] != term
             if unit:
                 continue
-            if any(_same_stem(term, near) for near in terms[at + 1 : at + 4] if near):
+            if any(_same_stem(term, near) for near in terms[at + 1 : at + 1 + _COUNTED_REACH] if near):
                 return True
             before = at - 1
             while before >= 0 and tokens[before] in _COUNT_LINKS and at - before <= 2:
@@ -475,6 +487,7 @@ _KEY_UNITS = (  # the first kind whose words the key holds; "response_time_minut
     ("clock", frozenset(analyze("time clock"))),
     ("measurement", frozenset(analyze("knots kmh mph metres meters kg tonnes litres celsius degrees volts watts"))),
 )
+_UNIT_SUFFIXES = frozenset({"c", "f", "kg", "g", "m", "cm", "mm", "km", "l", "ml", "kw", "w", "v", "t"})
 _CLOCK_VALUE = re.compile(r"^\d{1,2}[:.]\d{2}$")
 _DATE_VALUE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _NUMBER_VALUE = re.compile(r"^-?\d+(?:[.,]\d+)?$")
@@ -498,6 +511,8 @@ def value_kind(key: str, values: Sequence[object]) -> str | None:
     for kind, units in _KEY_UNITS:
         if words & units:
             return kind
+    if re.split(r"[_.]", key.lower())[-1] in _UNIT_SUFFIXES:
+        return "measurement"  # "palm_house_low_temp_alarm_c": degrees, too short a word for the index
     texts = [str(value).strip() for value in values if not isinstance(value, bool)]
     if not texts or len(texts) < len(values):
         return None
@@ -732,7 +747,7 @@ def measures(text: str, dimension: str) -> bool:
 _HELD_KINDS = frozenset({"phone", "email"})
 _HOLDER = re.compile(
     r"\b(?:the\s+|our\s+)?((?:[\w-]+\s+){0,3}?[\w-]+)['\u2019]s\s+(?:[\w-]+\s+)?(?:phone|telephone|mobile|e-?mail|"
-    r"extension|number|address)\b|\b(?:phone|telephone|mobile|e-?mail) (?:number |address )?(?:of|for) "
+    r"extension|number|address)\b|\b(?:phone|telephone|mobile|e-?mail|extension) (?:number |address )?(?:of|for) "
     r"(?:the\s+|our\s+)?((?:[\w-]+\s*){1,4})",
     re.IGNORECASE,
 )

@@ -11,13 +11,18 @@ from typing import Any
 
 from ..corpus.facts import NoteFacts
 from ..corpus.status import PARTLY_SUPERSEDED
+from ..projections.lexical import analyze
 from .answer_type import (
+    TYPE_WORDS,
     answers_asked,
     asked_kind,
+    asked_type,
     asks_for_no_value,
     asks_or_names,
     counted_thing,
     counts,
+    question_parts,
+    stating_sentences,
     value_kind,
 )
 from .answerability import Judgement, content_terms
@@ -186,6 +191,8 @@ def _about(conflict: ConflictDraft, judged: Judgement, query: str, admissible: M
         return False  # "at what times are items fetched" does not ask how many items may be out at once
     if asks_for_no_value(query, contested):
         return False  # "who inspects the flying system" does not ask how many months between inspections
+    if _answered_beside(query, conflict, best_side):
+        return False  # "when is the signed invoice sheet back" is answered beside the contested loan period
     key = [term for term in _key_terms(conflict.proposition) if term not in UNIT_WORDS]
     query_terms = set(content_terms(query))
     best_states_side = answering[0] in {side.passage_id for side in conflict.sides}
@@ -196,6 +203,45 @@ def _about(conflict: ConflictDraft, judged: Judgement, query: str, admissible: M
         return True
     stating = _stating_passages(conflict, admissible)
     return len(stating) == len(conflict.sides) and set(answering[:2]) == stating  # the two best answers disagree
+
+
+def _answered_beside(query: str, conflict: ConflictDraft, side: Candidate) -> bool:
+    """Whether each part of ``query`` is answered in a sentence of the tied ``side`` passage that states none
+    of the tie's values: the one holding most of the question's own words (the key's and the type's left out).
+
+    "How soon must a borrower return the signed invoice sheet?" is answered by "... returns the signed
+    invoice sheet within 2 weeks", beside "Loans last 12 months" in the same section.
+    """
+    key = set(_key_terms(conflict.proposition))
+    text = side.stored.passage.text
+    for part in question_parts(query):
+        kind = asked_type(part)
+        own = set(content_terms(part)) - TYPE_WORDS - key
+        if kind is None or not own:
+            return False
+        held = [(len(own & set(analyze(sentence))), sentence) for sentence in stating_sentences(text, kind)]
+        most = max((count for count, _ in held), default=0)
+        answering = [sentence for count, sentence in held if count == most]
+        if not most or any(_states(sentence, s.value) for sentence in answering for s in conflict.sides):
+            return False
+    return True
+
+
+_NUMBER_NAMES = tuple(
+    re.findall(
+        r"\S+",
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+        "seventeen eighteen nineteen twenty",
+    )
+)
+
+
+def _states(text: str, value: Any) -> bool:
+    """Whether ``text`` holds ``value``, a small whole number also as a word ("two consecutive rounds")."""
+    if mentions(text, value):
+        return True
+    number = str(value).strip()
+    return number.isdigit() and int(number) < len(_NUMBER_NAMES) and mentions(text, _NUMBER_NAMES[int(number)])
 
 
 def _counts_asked(query: str, candidate: Candidate) -> bool:

@@ -290,7 +290,7 @@ class Workspace(Upkeep):
         repairs = [run.repair_note for run in runs.values() if run.repair_note]
         scope_filtered = len(frozenset().union(*(run.hidden for run in runs.values())))
         abstention = abstention_reason(query, runs, view, scope_filtered, self.records, self.lexical)
-        ranked = [] if abstention == ABSTAIN_UNDERSPECIFIED else self.rank(runs)
+        ranked = [] if abstention == ABSTAIN_UNDERSPECIFIED else self.rank(runs, query)
         if self.reranker is not None:
             from .rerank import rerank
 
@@ -419,7 +419,7 @@ class Workspace(Upkeep):
     ) -> list[tuple[Candidate, Signals]]:
         """The leading candidates for ``query`` with their answerability signals (for calibration and studies)."""
         runs, view = self._caller_runs(query, lanes, scopes)
-        ranked = self.rank(runs)[:POOL_JUDGED]
+        ranked = self.rank(runs, query)[:POOL_JUDGED]
         found = self.judge.signals(query, ranked, runs, view.unseen)
         return [(candidate, found[candidate.id]) for candidate in ranked]
 
@@ -473,7 +473,7 @@ class Workspace(Upkeep):
         self, query: str, lanes: Sequence[str] | None = None, scopes: Sequence[str] | str | None = None
     ) -> list[Candidate]:
         """Candidates for ``query`` from the chosen lanes, fused (no policy, no packet): for selectors and studies."""
-        return self.rank(self._caller_runs(query, lanes, scopes)[0])
+        return self.rank(self._caller_runs(query, lanes, scopes)[0], query)
 
     def _caller_runs(
         self, query: str, lanes: Sequence[str] | None, scopes: Sequence[str] | str | None
@@ -519,12 +519,18 @@ class Workspace(Upkeep):
         """How the packet with ``trace_id`` was built, if this store kept it."""
         return self.records.trace(trace_id)
 
-    def rank(self, runs: dict[str, LaneRun]) -> list[Candidate]:
-        """Identity hits first (in identity order), then the rest by reciprocal rank fusion."""
+    def rank(self, runs: dict[str, LaneRun], query: str = "") -> list[Candidate]:
+        """Identity hits first, then the rest, each by reciprocal rank fusion; a passage named by its own id
+        comes before the passages of a note named by its id, alias or path ("Palm House" names the whole
+        climate standard: its misting section, which the question is about, leads it)."""
         fused = reciprocal_rank_fusion({name: run.ranking for name, run in runs.items()})
-        named = [pid for pid, _ in runs["identity"].ranking] if "identity" in runs else []
-        position = {pid: index for index, pid in enumerate(named)}
-        fused.sort(key=lambda item: (position.get(item.passage_id, len(named)),))  # stable: RRF order kept
+        named = {pid for pid, _ in runs["identity"].ranking} if "identity" in runs else set()
+        said = query.casefold() if query else ""
+
+        def tier(pid: str) -> int:
+            return (0 if pid.casefold() in said else 1) if pid in named else 2
+
+        fused.sort(key=lambda item: tier(item.passage_id))  # stable: RRF order kept within each tier
         matched = {pid: words for run in runs.values() for pid, words in run.matched.items()}
         stored = self.records.passages(item.passage_id for item in fused)
         return [
