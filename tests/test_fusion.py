@@ -149,13 +149,17 @@ def test_rank_puts_identity_hits_first_despite_a_higher_fused_score(workspace: W
     assert ranked[0].retrieved_by == (LaneHit("identity", 1, 1.0),)
 
 
-def test_rank_keeps_identity_order_then_fused_order(workspace: Workspace) -> None:
+def test_rank_puts_identity_hits_first_in_fused_order_and_a_passage_named_by_its_id_before_them(
+    workspace: Workspace,
+) -> None:
     runs = {
         "identity": run("identity", [("bravo#bravo", 1.0), ("alpha#alpha", 1.0)]),
         "lexical": run("lexical", [("charlie#charlie", 5.0), ("alpha#alpha", 4.0)]),
     }
     ids = [candidate.stored.passage.id for candidate in workspace.rank(runs)]
-    assert ids == ["bravo#bravo", "alpha#alpha", "charlie#charlie"]
+    assert ids == ["alpha#alpha", "bravo#bravo", "charlie#charlie"]  # alpha is also found by its words
+    named = [candidate.stored.passage.id for candidate in workspace.rank(runs, "what does bravo#bravo say?")]
+    assert named == ["bravo#bravo", "alpha#alpha", "charlie#charlie"]
 
 
 def test_rank_without_identity_is_plain_fusion(workspace: Workspace) -> None:
