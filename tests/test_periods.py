@@ -204,6 +204,20 @@ def test_the_day_a_past_tense_question_asks_about(question: str, day: tuple[int,
     assert asked_day(question) == day
 
 
+@pytest.mark.parametrize(
+    ("question", "day"),
+    [
+        ("How many complaints came in yesterday?", (10, 12)),  # the day before the clock, whatever the verb
+        ("How many hires did we do on Saturday the 9th?", (10, 9)),  # the last 9th on or before the clock
+        ("How many hires did we do on the 20th?", (9, 20)),  # after the clock's day: last month's
+        ("Is the depot open on the 20th?", None),  # a rule
+        ("BK-58213 booked yesterday at 08:05 - did they give enough notice?", None),  # a case told, a rule asked
+    ],
+)
+def test_a_day_named_relative_to_the_clock(question: str, day: tuple[int, int] | None) -> None:
+    assert asked_day(question, dt.date(2027, 10, 13)) == day
+
+
 DAY_LOGS = RETURNS | {
     f"records/daily-log-2027-09-{day:02d}.md": md(
         f"Daily log, {day} September 2027",
@@ -253,3 +267,11 @@ def test_verifying_orders_by_authority_only_among_passages_that_answer_about_as_
     with workspace(tmp_path, HARBOUR, lanes=("identity", "lexical", "dense")) as ws:
         packet = ws.query("How many visiting boats came in today?", as_of="2027-05-12", intent="verify", top=2)
     assert [item.id for item in packet.evidence][:1] == ["harbour-log-2027-05-12#arrivals-and-departures"]
+
+
+def test_yesterday_is_answered_only_by_a_passage_about_the_day_before_the_clock(tmp_path: Path) -> None:
+    with workspace(tmp_path, DAY_LOGS, lanes=("identity", "lexical", "dense")) as ws:
+        logged = ws.query("How many passengers did we handle yesterday?", as_of="2027-09-11")
+        unlogged = ws.query("How many passengers did we handle yesterday?", as_of="2027-09-12")
+    assert not logged.abstained and "daily-log-2027-09-10#passengers" in [item.id for item in logged.evidence]
+    assert unlogged.abstained and any("asks about 11 September" in warning for warning in unlogged.warnings)

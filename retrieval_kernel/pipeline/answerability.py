@@ -338,7 +338,7 @@ class Judge:
         week = asked_week(query)
         if week is not None and any(names_week(_identity_texts(c.stored), week) for c in ranked[:TYPED_LEADING]):
             week = None
-        day = asked_day(query)
+        day = asked_day(query, as_of)
         if day is not None and any(names_day(_identity_texts(c.stored), day) for c in ranked[:TYPED_LEADING]):
             day = None
         unscheduled = as_of is not None and self.unscheduled(query, ranked[:TYPED_LEADING], as_of, unseen)

@@ -39,13 +39,37 @@ _SPAN = re.compile(r"\b(?:between|since|until|till|through|from|before|after|by)
 _ASKING = re.compile(r"[^.!?]*\?")  # the sentences that ask ("The cranes came in on 2 July." only tells)
 
 
-def asked_day(question: str) -> tuple[int, int] | None:
-    """The (month, day) of the one calendar day a past-tense question asks about, or ``None``."""
+# "How many complaints came in yesterday?" asks yesterday's record; "BK-58213 booked yesterday at 08:05 - did they
+# give enough notice?" tells a case and asks a rule: only a sentence opening with the question counts.
+_OPENS_ASKING = re.compile(r"\s*(?:how|what|who|which|when|where|did|was|were|had|have|has|any)\b", re.IGNORECASE)
+_YESTERDAY = re.compile(r"\byesterday\b", re.IGNORECASE)
+_DAY_OF_MONTH = re.compile(r"\bthe (\d{1,2})(?:st|nd|rd|th)\b(?!\s+(?:of\s+)?[a-z]{3})", re.IGNORECASE)  # "the 9th"
+
+
+def asked_day(question: str, as_of: dt.date | None = None) -> tuple[int, int] | None:
+    """The (month, day) of the one calendar day a past-tense question asks about, or ``None``.
+
+    With the packet's clock, "yesterday" is the day before it and "Saturday the 9th" the last 9th on or
+    before it (a question about yesterday is about the past whatever its verb).
+    """
     asking = " ".join(_ASKING.findall(question)) or question
-    if not _PAST.search(asking) or _SPAN.search(asking):
+    if _SPAN.search(asking):
+        return None
+    if as_of is not None and _YESTERDAY.search(asking) and _OPENS_ASKING.match(asking):
+        day = as_of - dt.timedelta(days=1)
+        return day.month, day.day
+    if not _PAST.search(asking):
         return None
     days = {(day.month, day.day) for day in _dates(asking, _ANY_YEAR)}
+    if as_of is not None and not days and _OPENS_ASKING.match(asking):
+        days = {_last_on_or_before(int(found), as_of) for found in _DAY_OF_MONTH.findall(asking)}
     return days.pop() if len(days) == 1 else None
+
+
+def _last_on_or_before(day_of_month: int, as_of: dt.date) -> tuple[int, int]:
+    """The (month, day) of the last ``day_of_month`` on or before ``as_of`` (this month's, else last month's)."""
+    month = as_of.month if day_of_month <= as_of.day else as_of.month - 1 or 12
+    return month, day_of_month
 
 
 def names_day(texts: Iterable[str], day: tuple[int, int]) -> bool:
