@@ -223,6 +223,8 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
     ),
 )
 
+_TYPE_NAMED: dict[str, AnswerType] = {kind.name: kind for kind in ANSWER_TYPES}
+
 # Words that name the asked type rather than what it is about ("the *price* of a locker"): a
 # sentence stating a value need not repeat them.
 TYPE_WORDS = frozenset(
@@ -409,14 +411,14 @@ def priced_thing(question: str) -> frozenset[str]:
 def prices(text: str, context: Set[str], thing: Set[str]) -> bool:
     """Whether a sentence of ``text`` states an amount and, with the heading path and the sentence before it,
     names the whole ``thing``."""
-    money = next(kind for kind in ANSWER_TYPES if kind.name == "money")
+    money = _TYPE_NAMED["money"]
     sentences = _SENTENCE_END.split(text)
     for at, sentence in enumerate(sentences):
         if not money.states.search(sentence):
             continue
         # with the sentence before: "Climbing shoes are resoled by Haddon. A resole costs 45 euro a pair."
         words = context | set(analyze(sentence)) | (set(analyze(sentences[at - 1])) if at else set())
-        if all(any(_same_stem(term, word) for word in words) for term in thing):
+        if all(holds_stem(words, term) for term in thing):
             return True
     return False
 
@@ -448,7 +450,7 @@ def names_role(text: str, context: Set[str], role: Set[str]) -> bool:
 
     A capitalised role ("the Designated Safeguarding Lead") is not a name for itself.
     """
-    person = next(kind for kind in ANSWER_TYPES if kind.name == "person")
+    person = _TYPE_NAMED["person"]
     for sentence in _SENTENCE_END.split(text):
         names = [set(analyze(name)) for name in person.states.findall(sentence) if not _ORGANISATION.search(name)]
         if any(name - role for name in names) and role <= context | set(analyze(sentence)):
@@ -771,7 +773,7 @@ _PLACE = re.compile(
 
 def names_other_company(text: str, question: str) -> bool:
     """Whether a sentence of ``text`` names a company (not a place) other than those ``question`` names itself."""
-    kind = next(kind for kind in ANSWER_TYPES if kind.name == "organisation")
+    kind = _TYPE_NAMED["organisation"]
     named = set(analyze(question))
     return any(
         set(analyze(name)) - named
@@ -809,7 +811,7 @@ def _names_attribute(passage: PassageText, kind: AnswerType, attribute: Set[str]
     """Whether a sentence of ``passage`` stating a value of ``kind`` names the whole ``attribute``."""
     for sentence in stating_sentences(passage.text, kind):
         words = passage.context | set(analyze(sentence))
-        if all(any(_same_stem(term, word) for word in words) for term in attribute):
+        if all(holds_stem(words, term) for term in attribute):
             return True
     return False
 

@@ -393,10 +393,11 @@ def _order(
         position, admission = item
         # Verifying puts authority first among the passages that answer about as well as the best one:
         # a policy that barely answers does not push today's log, which answers, past the top.
-        weak = int(answers(admission) < AUTHORITY_TIER * best)
+        probability = answers(admission)
+        weak = int(probability < AUTHORITY_TIER * best)
         authority = -admission.candidate.facts.authority_level if intent == "verify" else 0
         amended = int(bool(set(admission.partly_superseded_by) & present))  # its amending note answers first
-        return (order.index(admission.role), weak, authority, amended, -answers(admission), position)
+        return (order.index(admission.role), weak, authority, amended, -probability, position)
 
     ranked = [admission for _, admission in sorted(enumerate(kept), key=key)]
     blocking = {side.path for conflict in conflicts if conflict.blocking for side in conflict.sides}

@@ -47,7 +47,7 @@ def says_undecided(text: str, question_terms: Set[str], asked: AnswerType | None
     if not open_sentences:
         return False
     own = set(question_terms) - TYPE_WORDS
-    if any(holds_stem(set(analyze(sentence)), term) for sentence in open_sentences for term in own):
+    if any(holds_stem(words, term) for words in map(set, map(analyze, open_sentences)) for term in own):
         return True  # "no contractor was chosen" for "when the contract ends": the same stem
     if asked is None:
         return False
