@@ -10,21 +10,22 @@ Calibration questions, each run against real notes with every lane:
   in an expected conflict answer it; ``no_relevant_evidence`` questions have no answer;
 - ``fixtures/answerability-calibration``: questions written for calibration against those
   three note collections, half of them near misses or off topic with no answer;
-- each suite's questions asked of another suite's notes (off topic).
-
-- ``fixtures/policy-holdout3`` and ``fixtures/workshop-probes``: scored once as holdouts
-  (2026-12-01), calibration data since; ``fixtures/policy-holdout4`` and
-  ``fixtures/workshop-probes2`` (their successors) are never read.
+- each suite's questions asked of another suite's notes (off topic);
+- every policy holdout and workshop probe set already scored once (``policy-holdout3`` to
+  ``policy-holdout20``, ``workshop-probes`` to ``workshop-probes18``): development data since
+  their scores. A holdout still frozen is never read (``--leave-out`` drops more, to score a set
+  out of fit).
 
 Questions labelled filtered by scope or validity, or underspecified, are left out: the
 decision for them is not answerability's.
 
-Two L2-regularised logistic regressions (scikit-learn), each for hybrid and lexical-only
-workspaces: the *question* model (one example per question: does anything answer?) with
-the highest threshold that still answers ``ANSWER_RECALL`` of the answerable questions; the
-*passage* model (one example per candidate of an answerable question: does it answer?) with
-the highest floor that keeps ``PASSAGE_RECALL`` of the answering candidates. The output keeps the models and
-reliability bins (predicted vs observed, per question and per passage) for notebook 03.
+Two L2-regularised logistic regressions (scikit-learn's objective; the weights keep the signs
+in ``SIGNS``), each for hybrid and lexical-only workspaces: the *question* model (one example
+per question: does anything answer?) with the highest threshold that still answers
+``ANSWER_RECALL`` of the answerable questions; the *passage* model (one example per candidate
+of an answerable question: does it answer?) with the highest floor that keeps
+``PASSAGE_RECALL`` of the answering candidates. The output keeps the models and reliability
+bins (predicted vs observed, per question and per passage) for notebook 03.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sklearn.linear_model import LogisticRegression
+from scipy.optimize import minimize
 
 from retrieval_kernel.evaluation.jsonl import read_jsonl
 from retrieval_kernel.pipeline.answerability import (
@@ -59,10 +60,14 @@ SUITES = {
     "workshop": "fixtures/workshop",
     "policy": "fixtures/policy",
     "policy-holdout": "fixtures/policy-holdout",
-    "policy-holdout3": "fixtures/policy-holdout3",  # scored once as a holdout (2026-12-01), a calibration set since
+    # each scored once as a holdout, a development (and calibration) set since
+    **{f"policy-holdout{n}": f"fixtures/policy-holdout{n}" for n in range(3, 21)},
 }
 WRITTEN = ROOT / "fixtures/answerability-calibration/questions.jsonl"
-PROBES = ROOT / "fixtures/workshop-probes"  # scored once (2026-12-01), a calibration set since
+# scored once each, calibration sets since
+PROBES = {"workshop-probes": "fixtures/workshop-probes"} | {
+    f"workshop-probes{n}": f"fixtures/workshop-probes{n}" for n in range(2, 19)
+}
 OFF_TOPIC = [
     ("workshop", "policy"),
     ("workshop", "policy-holdout"),
@@ -71,6 +76,7 @@ OFF_TOPIC = [
     ("policy-holdout", "workshop"),
     ("policy-holdout3", "workshop"),
 ]
+KEPT = {"workshop", "policy", "policy-holdout", "policy-holdout3"}  # the written and off-topic questions ask these
 SKIPPED = {"filtered_by_scope", "filtered_by_validity", "underspecified_query"}
 INDEX_CLOCK = "2026-11-30T00:00:00Z"
 PASSAGE_RECALL = 0.95  # answering passages the passage floors keep
@@ -133,13 +139,15 @@ def written_questions() -> Iterator[Question]:
         )
 
 
-def probe_questions() -> Iterator[Question]:
-    """The workshop probes: questions its notes do not answer, and paraphrases labelled by section."""
-    for _, row in read_jsonl(PROBES / "offtopic.jsonl"):
+def probe_questions(probes: str) -> Iterator[Question]:
+    """One workshop probe set: questions its notes do not answer, and paraphrases labelled by section."""
+    folder = ROOT / PROBES[probes]
+    for _, row in read_jsonl(folder / "offtopic.jsonl"):
         yield Question("probe", "workshop", row["id"], row["question"], ("*",), frozenset(), kind="near_miss")
-    for _, row in read_jsonl(PROBES / "paraphrases.jsonl"):
-        section = (row["expected_module"], row["expected_heading"])
-        yield Question("probe", "workshop", row["id"], row["question"], ("*",), frozenset(), section, "paraphrase")
+    if (folder / "paraphrases.jsonl").exists():
+        for _, row in read_jsonl(folder / "paraphrases.jsonl"):
+            section = (row["expected_module"], row["expected_heading"])
+            yield Question("probe", "workshop", row["id"], row["question"], ("*",), frozenset(), section, "paraphrase")
 
 
 def workspace(suite: str) -> Workspace:
@@ -160,10 +168,10 @@ def ask(ws: Workspace, question: Question, kind: str, corpus: str) -> Asked:
     return asked
 
 
-def everything(spaces: dict[str, Workspace]) -> list[Asked]:
-    out = [ask(spaces[s], q, "labelled", s) for s in SUITES for q in suite_questions(s)]
+def everything(spaces: dict[str, Workspace], probe_sets: Sequence[str]) -> list[Asked]:
+    out = [ask(ws, q, "labelled", s) for s, ws in spaces.items() for q in suite_questions(s)]
     out += [ask(spaces[q.corpus], q, "written", q.corpus) for q in written_questions()]
-    out += [ask(spaces["workshop"], q, "written", "workshop") for q in probe_questions()]
+    out += [ask(spaces["workshop"], q, "written", "workshop") for p in probe_sets for q in probe_questions(p)]
     out += [ask(spaces[of], q, "off-topic", of) for asked, of in OFF_TOPIC for q in suite_questions(asked)]
     return out
 
@@ -172,8 +180,56 @@ def features(names: Sequence[str], values: dict[str, float]) -> list[float]:
     return [float(values[name]) for name in names]
 
 
-def fit(x: list[list[float]], y: list[bool]) -> LogisticRegression:
-    return LogisticRegression(C=1.0, max_iter=1000).fit(np.array(x), np.array(y))
+# The direction a signal can move the probability: more coverage, closeness or agreement never makes
+# an answer less likely, more of the question unknown to the notes or a module's introduction never
+# more. Unsigned signals (the rarest word missed) go whichever way the data says.
+SIGNS = {
+    "coverage": 1,
+    "best_coverage": 1,
+    "top_coverage": 1,
+    "cosine": 1,
+    "best_cosine": 1,
+    "margin": 1,
+    "best_margin": 1,
+    "agreement": 1,
+    "top_agreement": 1,
+    "unknown": -1,
+    "intro": -1,
+}
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """An L2-regularised logistic regression whose weights keep the signs in :data:`SIGNS`."""
+
+    coef_: np.ndarray  # shape (1, features), as scikit-learn's
+    intercept_: np.ndarray  # shape (1,)
+
+    def predict_proba(self, x: np.ndarray) -> np.ndarray:
+        p = 1.0 / (1.0 + np.exp(-(x @ self.coef_[0] + self.intercept_[0])))
+        return np.column_stack([1 - p, p])
+
+
+def fit(x: list[list[float]], y: list[bool], names: Sequence[str]) -> Fitted:
+    """Minimise scikit-learn's objective (C = 1: log loss summed, half the squared weights, bias free)
+    under the sign bounds; unbounded, it is ``LogisticRegression(C=1.0)``."""
+    xs, ys = np.array(x), np.array(y, dtype=float)
+
+    def objective(theta: np.ndarray) -> tuple[float, np.ndarray]:
+        weights, bias = theta[:-1], theta[-1]
+        z = xs @ weights + bias
+        p = 1.0 / (1.0 + np.exp(-z))
+        loss = np.sum(np.logaddexp(0.0, z) - ys * z) + 0.5 * weights @ weights
+        grad = np.append(xs.T @ (p - ys) + weights, np.sum(p - ys))
+        return float(loss), grad
+
+    bounds = [_bound(SIGNS.get(name, 0)) for name in names] + [(None, None)]
+    theta = minimize(objective, np.zeros(len(names) + 1), jac=True, method="L-BFGS-B", bounds=bounds).x
+    return Fitted(theta[None, :-1], theta[-1:])
+
+
+def _bound(sign: int) -> tuple[float | None, float | None]:
+    return {1: (0.0, None), -1: (None, 0.0)}.get(sign, (None, None))
 
 
 def balanced_accuracy(scored: list[tuple[float, bool]], cut: float) -> float:
@@ -215,9 +271,7 @@ def reliability(pairs: list[tuple[float, bool]], bins: int = 10) -> list[dict[st
     return out
 
 
-def model_dict(
-    model: LogisticRegression, names: Sequence[str], threshold: float, reach: float | None = None
-) -> dict[str, Any]:
+def model_dict(model: Fitted, names: Sequence[str], threshold: float, reach: float | None = None) -> dict[str, Any]:
     out = {
         "features": list(names),
         "weights": [round(float(w), 6) for w in model.coef_[0]],
@@ -232,7 +286,7 @@ def fit_pair(asked: list[Asked], lexical_only: bool) -> dict[str, Any]:
     passage_names = [n for n in PASSAGE_FEATURES if not lexical_only or n in LEXICAL_ONLY]
     qx = [features(question_names, question_features(a.signals[:JUDGED])) for a in asked]
     qy = [a.answerable for a in asked]
-    question = fit(qx, qy)
+    question = fit(qx, qy, question_names)
     q_scored = list(zip(question.predict_proba(np.array(qx))[:, 1].tolist(), qy, strict=True))
     threshold = question_threshold(q_scored)
     balanced = balanced_accuracy(q_scored, threshold)
@@ -240,7 +294,7 @@ def fit_pair(asked: list[Asked], lexical_only: bool) -> dict[str, Any]:
     rows = [(s, label) for a in answerable for s, label in zip(a.signals, a.answering, strict=True)]
     px = [features(passage_names, vars(s)) for s, _ in rows]
     py = [label for _, label in rows]
-    passage = fit(px, py)
+    passage = fit(px, py, passage_names)
     p_scored = list(zip(passage.predict_proba(np.array(px))[:, 1].tolist(), py, strict=True))
     floor = recall_floor(p_scored, PASSAGE_RECALL)
     by_kind = {
@@ -282,19 +336,28 @@ def fit_pair(asked: list[Asked], lexical_only: bool) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", type=Path, default=MODEL_FILE)
+    parser.add_argument(
+        "--leave-out",
+        nargs="*",
+        default=[],
+        choices=[name for name in (*SUITES, *PROBES) if name not in KEPT],
+        help="suites or probe sets not to fit on (to score them out of fit)",
+    )
     args = parser.parse_args(argv)
-    spaces = {suite: workspace(suite) for suite in SUITES}
+    suites = {name: path for name, path in SUITES.items() if name not in args.leave_out}
+    probe_sets = [name for name in PROBES if name not in args.leave_out]
+    spaces = {suite: workspace(suite) for suite in suites}
     try:
-        asked = [a for a in everything(spaces) if a.signals]
+        asked = [a for a in everything(spaces, probe_sets) if a.signals]
     finally:
         for ws in spaces.values():
             ws.close()
     result = {
         "created_at": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "sources": {
-            **SUITES,
+            **suites,
             "written": str(WRITTEN.relative_to(ROOT)),
-            "probes": str(PROBES.relative_to(ROOT)),
+            "probes": [PROBES[name] for name in probe_sets],
             "off_topic": [f"{a}->{b}" for a, b in OFF_TOPIC],
         },
         "hybrid": fit_pair(asked, lexical_only=False),
