@@ -11,10 +11,9 @@ Calibration questions, each run against real notes with every lane:
 - ``fixtures/answerability-calibration``: questions written for calibration against those
   three note collections, half of them near misses or off topic with no answer;
 - each suite's questions asked of another suite's notes (off topic);
-- every policy holdout and workshop probe set already scored once (``policy-holdout3`` to
-  ``policy-holdout20``, ``workshop-probes`` to ``workshop-probes18``): development data since
-  their scores. A holdout still frozen is never read (``--leave-out`` drops more, to score a set
-  out of fit).
+- every policy holdout and workshop probe set already scored once (a receipt; ``policy-holdout3``
+  on, ``workshop-probes`` on): development data since their scores. A holdout still frozen is
+  never read (``--leave-out`` drops more, to score a set out of fit).
 
 Questions labelled filtered by scope or validity, or underspecified, are left out: the
 decision for them is not answerability's.
@@ -56,18 +55,29 @@ from retrieval_kernel.pipeline.workspace import Workspace
 
 ROOT = Path(__file__).resolve().parent.parent
 STORES = ROOT / ".retrieval_kernel" / "calibration"
+FIXTURES = ROOT / "fixtures"
+
+
+def scored(prefix: str) -> dict[str, str]:
+    """The holdouts named ``prefix`` + a number already scored once (a receipt), by number: development
+    data since their scores. One still frozen (no receipt) is never read."""
+    numbered = [
+        (int(folder.name.removeprefix(prefix) or 1), folder.name)
+        for folder in FIXTURES.glob(f"{prefix}*")
+        if folder.name.removeprefix(prefix).isdigit() or folder.name == prefix
+    ]
+    scored_once = [name for _, name in sorted(numbered) if any((FIXTURES / name / "receipts").glob("*.json"))]
+    return {name: f"fixtures/{name}" for name in scored_once}
+
+
 SUITES = {
     "workshop": "fixtures/workshop",
     "policy": "fixtures/policy",
     "policy-holdout": "fixtures/policy-holdout",
-    # each scored once as a holdout, a development (and calibration) set since
-    **{f"policy-holdout{n}": f"fixtures/policy-holdout{n}" for n in range(3, 21)},
+    **{name: path for name, path in scored("policy-holdout").items() if name != "policy-holdout"},
 }
 WRITTEN = ROOT / "fixtures/answerability-calibration/questions.jsonl"
-# scored once each, calibration sets since
-PROBES = {"workshop-probes": "fixtures/workshop-probes"} | {
-    f"workshop-probes{n}": f"fixtures/workshop-probes{n}" for n in range(2, 19)
-}
+PROBES = scored("workshop-probes")
 OFF_TOPIC = [
     ("workshop", "policy"),
     ("workshop", "policy-holdout"),
@@ -181,8 +191,8 @@ def features(names: Sequence[str], values: dict[str, float]) -> list[float]:
 
 
 # The direction a signal can move the probability: more coverage, closeness or agreement never makes
-# an answer less likely, more of the question unknown to the notes or a module's introduction never
-# more. Unsigned signals (the rarest word missed) go whichever way the data says.
+# an answer less likely; words of the question unknown to the notes, the question's rarest word
+# missing, or a module's introduction never more likely.
 SIGNS = {
     "coverage": 1,
     "best_coverage": 1,
@@ -194,6 +204,8 @@ SIGNS = {
     "agreement": 1,
     "top_agreement": 1,
     "unknown": -1,
+    "rare_miss": -1,
+    "least_miss": -1,
     "intro": -1,
 }
 

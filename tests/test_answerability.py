@@ -493,3 +493,12 @@ def test_a_side_question_answered_beside_the_contested_value_in_the_same_section
         tied = ws.query("How many months do specimens go out on loan for?", as_of=AS_OF)
     assert not side.abstained and side.evidence[0].id == "herbarium-handbook#outgoing-loans"
     assert tied.abstention_reason == "unresolved_conflict"
+
+
+def test_a_word_only_in_a_heading_is_not_unknown_to_the_notes(tmp_path: Path) -> None:
+    notes = {"api.md": md("Partner API", {"Decision": "Partners poll order status over gRPC."})}
+    with workspace(tmp_path, notes) as ws:  # "api" is in the title only: the lexical index's heading field
+        (_, signals), *_ = ws.signals("What about the partner API?")
+        assert signals.unknown == 0.0
+        (_, signals), *_ = ws.signals("What about the partner API protocol?")
+        assert signals.unknown > 0.5  # "protocol" is in no note, and rarer than what every passage holds

@@ -211,6 +211,11 @@ def test_the_day_a_past_tense_question_asks_about(question: str, day: tuple[int,
         ("How many hires did we do on Saturday the 9th?", (10, 9)),  # the last 9th on or before the clock
         ("How many hires did we do on the 20th?", (9, 20)),  # after the clock's day: last month's
         ("Is the depot open on the 20th?", None),  # a rule
+        ("How many tonnes did we pick on Monday?", (10, 11)),  # the last Monday before the clock
+        ("What did we take on Wednesday?", (10, 6)),  # the clock's own weekday: the week before
+        ("How many pickers do we have on Monday?", None),  # a rule
+        ("Who was on the desk on Monday 4 October?", (10, 4)),  # the date decides
+        ("How many hires did we do on Tuesday the 5th?", (10, 5)),  # the 5th, not the last Tuesday (the 12th)
         ("BK-58213 booked yesterday at 08:05 - did they give enough notice?", None),  # a case told, a rule asked
     ],
 )

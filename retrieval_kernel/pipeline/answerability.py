@@ -491,13 +491,14 @@ class Judge:
         return [found | _module_words(stored.passage.module) for found, stored in zip(held, passages, strict=True)]
 
     def _idf(self, terms: Sequence[str], unseen: Unseen | None = None) -> tuple[dict[str, float], set[str]]:
-        """BM25's idf of each content term over the passages the caller may see, and the terms none holds."""
+        """BM25's idf of each content term over the passages the caller may see (heading or body), and the
+        terms none holds."""
         unseen = unseen or Unseen()
         total = max(self.lexical.document_count() - unseen.passages, 1)
         weights: dict[str, float] = {}
         absent: set[str] = set()
         for term in dict.fromkeys(terms):
-            frequency = self.lexical.passages_with(term) - unseen.terms.get(term, 0)
+            frequency = self.lexical.passages_holding(term) - unseen.terms.get(term, 0)
             if frequency == 0:
                 absent.add(term)
             weights[term] = math.log(1 + (total - frequency + 0.5) / (frequency + 0.5))

@@ -43,14 +43,19 @@ _ASKING = re.compile(r"[^.!?]*\?")  # the sentences that ask ("The cranes came i
 # give enough notice?" tells a case and asks a rule: only a sentence opening with the question counts.
 _OPENS_ASKING = re.compile(r"\s*(?:how|what|who|which|when|where|did|was|were|had|have|has|any)\b", re.IGNORECASE)
 _YESTERDAY = re.compile(r"\byesterday\b", re.IGNORECASE)
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_ON_WEEKDAY = re.compile(  # not "on Monday 4 October" nor "on Saturday the 9th": the date decides
+    r"\bon (monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b(?!\s+(?:the\s+)?\d)", re.IGNORECASE
+)
 _DAY_OF_MONTH = re.compile(r"\bthe (\d{1,2})(?:st|nd|rd|th)\b(?!\s+(?:of\s+)?[a-z]{3})", re.IGNORECASE)  # "the 9th"
 
 
 def asked_day(question: str, as_of: dt.date | None = None) -> tuple[int, int] | None:
     """The (month, day) of the one calendar day a past-tense question asks about, or ``None``.
 
-    With the packet's clock, "yesterday" is the day before it and "Saturday the 9th" the last 9th on or
-    before it (a question about yesterday is about the past whatever its verb).
+    With the packet's clock, "yesterday" is the day before it, "Saturday the 9th" the last 9th on or
+    before it and "on Monday" the last Monday before it (a question about yesterday is about the past
+    whatever its verb).
     """
     asking = " ".join(_ASKING.findall(question)) or question
     if _SPAN.search(asking):
@@ -63,7 +68,14 @@ def asked_day(question: str, as_of: dt.date | None = None) -> tuple[int, int] | 
     days = {(day.month, day.day) for day in _dates(asking, _ANY_YEAR)}
     if as_of is not None and not days and _OPENS_ASKING.match(asking):
         days = {_last_on_or_before(int(found), as_of) for found in _DAY_OF_MONTH.findall(asking)}
+        days |= {_last_before(_WEEKDAYS.index(found.lower()), as_of) for found in _ON_WEEKDAY.findall(asking)}
     return days.pop() if len(days) == 1 else None
+
+
+def _last_before(weekday: int, as_of: dt.date) -> tuple[int, int]:
+    """The (month, day) of the last ``weekday`` (Monday 0) before ``as_of``: "did we pick on Monday?"."""
+    day = as_of - dt.timedelta(days=(as_of.weekday() - weekday - 1) % 7 + 1)
+    return day.month, day.day
 
 
 def _last_on_or_before(day_of_month: int, as_of: dt.date) -> tuple[int, int]:

@@ -128,7 +128,7 @@ class ScopeViews:
 
     def _conceal(self, path: str, passages: list[Passage]) -> None:
         # What the hidden passages add to document frequencies, so judging uses only what the caller sees.
-        terms = Counter(term for passage in passages for term in set(analyze(passage.text)))
+        terms = Counter(term for passage in passages for term in set(analyze(passage.text)) | _heading_terms(passage))
         self._concealed[path] = _Concealed(frozenset(passage.id for passage in passages), terms)
         self._terms.update(terms)
 
@@ -169,3 +169,8 @@ def packet_warnings(
     if withheld:
         warnings.append(f"{withheld} indexing warning(s) about notes outside your scopes are not shown")
     return tuple(warnings)
+
+
+def _heading_terms(passage: Passage) -> set[str]:
+    """The terms of a passage's heading path, as the lexical index's heading field holds them."""
+    return set(analyze(" / ".join(passage.heading_path)))

@@ -298,6 +298,13 @@ class CompiledLexicon:
         docnum = self._by_id.get(passage_id)
         return [] if docnum is None else [docnum]
 
+    def holding(self, term: str) -> int:
+        """How many live passages hold ``term`` in their heading or body."""
+        mask = np.zeros(self.size, dtype=bool)
+        for name in FIELDS:
+            mask[self.postings(name, term)[0]] = True
+        return int((mask & self.live).sum())
+
     def held(self, terms: Sequence[str], passage_ids: Sequence[str]) -> list[set[str]] | None:
         """Which of ``terms`` each passage holds in its heading or body (``None``: one is not live here)."""
         rows = [self._docnums_of(pid) for pid in passage_ids]

@@ -445,6 +445,16 @@ class LexicalProjection:
             self.close()
             return 0
 
+    def passages_holding(self, term: str) -> int:
+        """How many live indexed passages hold ``term`` (an analyzed token) in their heading or body."""
+        try:
+            if self._serving_version() is None:
+                return 0
+            return self._compiled_form().holding(term)
+        except Exception:  # unreadable: reported by search and by problem()
+            self.close()
+            return 0
+
     def held_terms(self, terms: Sequence[str], passage_ids: Sequence[str]) -> list[set[str]] | None:
         """Which of ``terms`` each passage holds in its heading or body, read from the compiled form.
 
