@@ -241,7 +241,8 @@ def test_a_fully_superseded_decision_is_still_excluded(tmp_path: Path) -> None:
     with Workspace(tmp_path / "notes", tmp_path / "store", lanes=("lexical",)) as ws:
         ws.index()
         # asked in the notes' words: lexical-only, "Which protocol does the partner API use?" abstains
-        # below_threshold since the judge's refit (two of its three words are in no passage's body)
+        # below_threshold since the judge's refit ("protocol", in no note, is most of the question's weight
+        # where every passage holds "partner" and "api")
         packet = ws.query("Which option was chosen for the partner API?", as_of=AS_OF)
     assert [item.path for item in packet.evidence if item.role == "current"][:1] == ["0005-use-grpc-for-partner-api.md"]
     assert "0003-use-rest-for-partner-api.md" not in {item.path for item in packet.evidence}
