@@ -498,7 +498,7 @@ class Judge:
         weights: dict[str, float] = {}
         absent: set[str] = set()
         for term in dict.fromkeys(terms):
-            frequency = self.lexical.passages_holding(term) - unseen.terms.get(term, 0)
+            frequency = self.lexical.passages_with(term, heading=True) - unseen.terms.get(term, 0)
             if frequency == 0:
                 absent.add(term)
             weights[term] = math.log(1 + (total - frequency + 0.5) / (frequency + 0.5))

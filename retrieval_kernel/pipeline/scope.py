@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from ..corpus.facts import NoteFacts
 from ..corpus.links import LinkGraph, LinkIndex, NoteRef
 from ..corpus.notes import Passage
-from ..projections.lexical import analyze
+from ..projections.lexical import analyze, heading_text
 from ..store.indexing import StandingWarnings
 from ..store.records import RecordStore
 from ..store.refresh import RefreshOutcome
@@ -128,7 +128,9 @@ class ScopeViews:
 
     def _conceal(self, path: str, passages: list[Passage]) -> None:
         # What the hidden passages add to document frequencies, so judging uses only what the caller sees.
-        terms = Counter(term for passage in passages for term in set(analyze(passage.text)) | _heading_terms(passage))
+        terms = Counter(
+            term for passage in passages for term in set(analyze(passage.text)) | set(analyze(heading_text(passage)))
+        )
         self._concealed[path] = _Concealed(frozenset(passage.id for passage in passages), terms)
         self._terms.update(terms)
 
@@ -169,8 +171,3 @@ def packet_warnings(
     if withheld:
         warnings.append(f"{withheld} indexing warning(s) about notes outside your scopes are not shown")
     return tuple(warnings)
-
-
-def _heading_terms(passage: Passage) -> set[str]:
-    """The terms of a passage's heading path, as the lexical index's heading field holds them."""
-    return set(analyze(" / ".join(passage.heading_path)))

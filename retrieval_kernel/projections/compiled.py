@@ -298,12 +298,16 @@ class CompiledLexicon:
         docnum = self._by_id.get(passage_id)
         return [] if docnum is None else [docnum]
 
-    def holding(self, term: str) -> int:
-        """How many live passages hold ``term`` in their heading or body."""
+    def holding(self, term: str, fields: Sequence[str] = FIELDS) -> int:
+        """How many live passages hold ``term`` in one of ``fields``."""
+        return int((self._holders(term, fields) & self.live).sum())
+
+    def _holders(self, term: str, fields: Sequence[str] = FIELDS) -> np.ndarray:
+        """A mask of the passages (dead ones included) holding ``term`` in one of ``fields``."""
         mask = np.zeros(self.size, dtype=bool)
-        for name in FIELDS:
+        for name in fields:
             mask[self.postings(name, term)[0]] = True
-        return int((mask & self.live).sum())
+        return mask
 
     def held(self, terms: Sequence[str], passage_ids: Sequence[str]) -> list[set[str]] | None:
         """Which of ``terms`` each passage holds in its heading or body (``None``: one is not live here)."""
@@ -312,12 +316,8 @@ class CompiledLexicon:
             return None
         docnums = np.asarray([row[0] for row in rows], dtype=np.int64)
         found: list[set[str]] = [set() for _ in passage_ids]
-        mask = np.zeros(self.size, dtype=bool)
         for term in dict.fromkeys(terms):
-            mask[:] = False
-            for name in FIELDS:
-                mask[self.postings(name, term)[0]] = True
-            for index in np.flatnonzero(mask[docnums]).tolist():
+            for index in np.flatnonzero(self._holders(term)[docnums]).tolist():
                 found[index].add(term)
         return found
 

@@ -434,23 +434,12 @@ class LexicalProjection:
             self.close()
             return 0
 
-    def passages_with(self, term: str) -> int:
-        """How many live indexed passages hold ``term`` (an analyzed token) in their body."""
+    def passages_with(self, term: str, heading: bool = False) -> int:
+        """How many live indexed passages hold ``term`` (an analyzed token) in their body (or heading)."""
         try:
             if self._serving_version() is None:
                 return 0
-            compiled = self._compiled_form()
-            return int(compiled.live[compiled.postings("body", term)[0]].sum())
-        except Exception:  # unreadable: reported by search and by problem()
-            self.close()
-            return 0
-
-    def passages_holding(self, term: str) -> int:
-        """How many live indexed passages hold ``term`` (an analyzed token) in their heading or body."""
-        try:
-            if self._serving_version() is None:
-                return 0
-            return self._compiled_form().holding(term)
+            return self._compiled_form().holding(term, ("heading", "body") if heading else ("body",))
         except Exception:  # unreadable: reported by search and by problem()
             self.close()
             return 0
@@ -545,9 +534,14 @@ def _matched_words(hit: Any, words: dict[str, str]) -> tuple[str, ...]:
     return tuple(word for stem, word in words.items() if stem in stems)
 
 
+def heading_text(passage: Passage) -> str:
+    """What the heading field indexes for ``passage``: its heading path."""
+    return " / ".join(passage.heading_path)
+
+
 def _analysed(passage: Passage) -> AnalysedPassage:
     """The term counts of ``passage``'s heading path and text (the tokens Whoosh indexes and counts as lengths)."""
-    counts = {"heading": index_counts(" / ".join(passage.heading_path)), "body": index_counts(passage.text)}
+    counts = {"heading": index_counts(heading_text(passage)), "body": index_counts(passage.text)}
     return AnalysedPassage(passage.id, passage.path, counts)
 
 
@@ -557,7 +551,7 @@ def _document(passage: Passage, counted: AnalysedPassage) -> dict[str, Any]:
     return {
         "id": passage.id,
         "path": passage.path,
-        "heading": " / ".join(passage.heading_path),
+        "heading": heading_text(passage),
         "body": passage.text,
         "heading_len": sum(heading.values()),  # exact token counts: field statistics over live documents
         "body_len": sum(body.values()),
