@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import bm25s
 import pytest
 
 from retrieval_kernel import Workspace
-from retrieval_kernel.projections.lexical import analyze, make_analyzer
+from retrieval_kernel.evaluation.beir import load_beir
+from retrieval_kernel.evaluation.bench import default_shared
+from retrieval_kernel.projections.lexical import WORD_PATTERN, analyze, make_analyzer, stem
 
 
 @pytest.fixture
@@ -31,6 +34,23 @@ def test_stemming_keeps_deploy_family_together() -> None:
     (stem,) = stems
     assert len(stem) == 1 and stem[0].startswith("deploy")
     assert analyze("deploy deployment deploying deployed") == list(stem)  # distinct terms only
+
+
+def test_the_c_stemmer_gives_whooshs_porter2_stems_on_a_real_vocabulary(workshop_notes: Path) -> None:
+    """PyStemmer (pinned at Snowball 2.2) stands in for Whoosh's pure-Python porter2: every word of
+    SciFact and of the workshop notes gets the same stem (Snowball 3 would move "organic", "skis")."""
+    from whoosh.lang.porter2 import stem as porter2_stem
+
+    scifact = default_shared() / "datasets" / "scifact"
+    if not scifact.is_dir():
+        pytest.skip(f"SciFact not found at {scifact} (set RETRIEVAL_KERNEL_SHARED)")
+    texts = [f"{title} {text}" for title, text in load_beir(scifact).corpus.values()]
+    texts += [path.read_text(encoding="utf-8") for path in sorted(workshop_notes.rglob("*.md"))]
+    words = sorted({match.group().lower() for text in texts for match in re.finditer(WORD_PATTERN, text)})
+    assert len(words) > 30_000
+    differing = [(word, stem(word), porter2_stem(word)) for word in words if stem(word) != porter2_stem(word)]
+    assert differing == []
+    assert [stem(word) for word in ("organic", "skis", "evening", "added")] == ["organ", "ski", "even", "ad"]
 
 
 def test_analyze_drops_stop_words_and_keeps_order_of_first_appearance() -> None:

@@ -406,6 +406,7 @@ def observed_of(rel_path: str, metadata: Mapping[str, Any], warnings: list[str])
         return None
 
 
+@lru_cache(maxsize=65_536)  # the same few dates are read query after query (dates and datetimes are immutable)
 def parse_when(text: str) -> dt.date | dt.datetime:
     """Parse an ISO date or datetime (``Z`` allowed); raise ``ValueError`` otherwise."""
     text = text.strip()

@@ -86,15 +86,19 @@ def select(
     judgement: Judgement | None = None,
     query: str = "",
     observations: Observations | None = None,
+    standing: Standing | None = None,
 ) -> Selection:
     """Apply steps 2-6 to in-scope ``candidates`` (fused order) for ``request``.
+
+    ``standing`` (each note's standing at ``request.as_of`` over these links, facts and
+    observations) may be kept by the caller between queries: it only remembers what it decided.
 
     ``judgement`` says which candidates answer the question: only those are admitted
     (the others are excluded as ``weak_match``), and an unresolved conflict blocks
     only when the question is about its proposition (see :func:`_about`).
     """
     judged = judgement or Judgement.unjudged()
-    standing = Standing(request.as_of, links, facts_of, observations)
+    standing = standing or Standing(request.as_of, links, facts_of, observations)
     eligible: list[Candidate] = []
     excluded: list[Exclusion] = []
     in_play: set[str] = set()  # notes ranked no lower than the CONFLICT_WINDOW-th (or top-th) eligible candidate

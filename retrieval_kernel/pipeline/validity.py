@@ -93,6 +93,9 @@ class Observations:
         return sorted(entry for entry in sharing if one_series(shapes, self.series_of[entry[1]][0]))
 
 
+_NO_FACTS = NoteFacts()  # a note the view does not hold (frozen: shared, never built per call)
+
+
 class Standing:
     """Each note's standing as of the clock: admissible, or excluded with a reason."""
 
@@ -115,7 +118,7 @@ class Standing:
         return self._cache[path]
 
     def in_window(self, path: str) -> tuple[str | None, str]:
-        facts = self.facts_of.get(path, NoteFacts())
+        facts = self.facts_of.get(path, _NO_FACTS)
         if facts.valid_from and self.as_of < facts.valid_from:
             return NOT_YET_VALID, f"valid from {facts.valid_from}, after the clock {self.as_of}"
         if facts.valid_to and self.as_of > facts.valid_to:
@@ -132,7 +135,7 @@ class Standing:
         effective = self.successors(path)
         if effective:
             return SUPERSEDED, "superseded by " + ", ".join(edge.new for edge in effective)
-        if self.facts_of.get(path, NoteFacts()).status == SUPERSEDED and not named:
+        if self.facts_of.get(path, _NO_FACTS).status == SUPERSEDED and not named:
             return SUPERSEDED, "status superseded; no successor note is visible"
         later = self.later_observation(path)
         if later is not None:
@@ -176,7 +179,7 @@ class Standing:
 
     def successors(self, path: str, effective_only: bool = True) -> list[Edge]:
         """Visible notes that supersede ``path``; effective ones are themselves valid now."""
-        facts = self.facts_of.get(path, NoteFacts())
+        facts = self.facts_of.get(path, _NO_FACTS)
         edges = [
             edge
             for edge in self.links.successors.get(path, ())

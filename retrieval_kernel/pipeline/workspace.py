@@ -68,6 +68,7 @@ from .scope import ScopeView, ScopeViews, packet_warnings
 from .timing import Stages
 from .trace import build_trace
 from .upkeep import Upkeep
+from .validity import Standing
 from .versions import component_versions
 
 if TYPE_CHECKING:
@@ -153,6 +154,7 @@ class Workspace(Upkeep):
         self.dense_lane = DenseLane(self, embedder, self.chroma)
         self._views: dict[frozenset[str], ScopeViews] = {}  # by the caller's scopes
         self._eligibilities: dict[tuple[frozenset[str], dt.date], tuple[ScopeView, Eligibility]] = {}
+        self._standings: dict[tuple[frozenset[str], dt.date], tuple[ScopeView, Standing]] = {}
         self.judge = Judge(self.lexical_lane.projection, self._outlines_of, similarity=self._similarity)
         self._sentence_vectors: dict[str, np.ndarray] = {}  # value-stating sentences the judge compared
         self._outlines: dict[str, tuple[tuple[str, ...], ...]] = {}
@@ -341,6 +343,7 @@ class Workspace(Upkeep):
             decided,
             query,
             view.observations,
+            self._standing(view, request.as_of),
         )
         stages.start("live")
         live = apply_live(selection.admitted, self.live_checks if live_checks is None else tuple(live_checks))
@@ -372,6 +375,17 @@ class Workspace(Upkeep):
             self._eligibilities.clear()
         self._eligibilities[key] = (view, eligibility)
         return eligibility
+
+    def _standing(self, view: ScopeView, as_of: dt.date) -> Standing:
+        """Each note's standing at ``as_of`` in ``view``, kept while the view is the change log's (views never
+        change once made), so a note's supersession and validity are decided once, not once a query."""
+        key = (view.scopes, as_of)
+        kept = self._standings.get(key)
+        if kept is None or kept[0] is not view:
+            if len(self._standings) > 16:
+                self._standings.clear()
+            kept = self._standings[key] = (view, Standing(as_of, view.links, view.facts, view.observations))
+        return kept[1]
 
     def _set_aside(self, aside_runs: dict[str, LaneRun]) -> list[Candidate]:
         """The lanes' ineligible hits as candidates, fused like the pool and ranked after it."""

@@ -100,6 +100,7 @@ class CompiledLexicon:
         self.lengths = {name: encoded_lengths(values) for name, values in exact.items()}
         self._delta = _Delta()
         self._stats: tuple[int, dict[str, float]] | None = None
+        self._holding: dict[tuple[str, tuple[str, ...]], int] = {}  # (term, fields) -> live holders, until a change
         self._by_id: dict[str, int] = {}
         self._by_id_size = -1
         self._by_path: dict[str, list[int]] = {}
@@ -185,8 +186,11 @@ class CompiledLexicon:
         for path in paths:
             for docnum in self._by_path.pop(path, []):
                 self.live[docnum] = False
+        in_step = self._by_id_size == len(self.ids)  # the id map is whole: extend it rather than rebuild it
         for passage in passages:
             docnum = len(self.ids)
+            if in_step:
+                self._by_id[passage.id] = docnum  # later rows win: the live one
             self.ids.append(passage.id)
             self.paths.append(passage.path)
             self._by_path.setdefault(passage.path, []).append(docnum)
@@ -199,8 +203,11 @@ class CompiledLexicon:
             self.exact[name] = np.concatenate([self.exact[name], added])
             self.lengths[name] = np.concatenate([self.lengths[name], encoded_lengths(added)])
         self.live = np.concatenate([self.live, np.ones(len(passages), dtype=bool)])
+        if in_step:
+            self._by_id_size = len(self.ids)
         self.high_water = high_water
         self._stats = None
+        self._holding = {}
         if self._delta.size <= max(COMPACT_AT, len(self.ids) // 20):
             return False
         self.__dict__.update(self.compacted().__dict__)
@@ -299,8 +306,12 @@ class CompiledLexicon:
         return [] if docnum is None else [docnum]
 
     def holding(self, term: str, fields: Sequence[str] = FIELDS) -> int:
-        """How many live passages hold ``term`` in one of ``fields``."""
-        return int((self._holders(term, fields) & self.live).sum())
+        """How many live passages hold ``term`` in one of ``fields`` (kept until the next change: the
+        same words come back question after question)."""
+        key = (term, tuple(fields))
+        if key not in self._holding:
+            self._holding[key] = int((self._holders(term, fields) & self.live).sum())
+        return self._holding[key]
 
     def _holders(self, term: str, fields: Sequence[str] = FIELDS) -> np.ndarray:
         """A mask of the passages (dead ones included) holding ``term`` in one of ``fields``."""

@@ -140,6 +140,7 @@ _PASSAGE_ROWS = (
     "p.text, p.sha256, d.observed_at, d.indexed_at, d.metadata, d.revision, d.facts, d.sha256, p.ordinal, "
     "p.cell FROM passages p JOIN documents d ON d.path = p.path WHERE {clause} ORDER BY p.path, p.ordinal"
 )
+DECODED_FACTS_LIMIT = 200_000  # notes whose decoded facts are kept (then started afresh)
 PATCH_LIMIT = 256  # changed notes past which views of every note are built again rather than patched
 # How a write begins, is undone and ends: on its own, or inside a batch's transaction
 _TRANSACTION = ("BEGIN IMMEDIATE", ("ROLLBACK",), "COMMIT")
@@ -157,6 +158,8 @@ class RecordStore:
         self._cached: dict[str, tuple[tuple[str, int], StoredPassage]] = {}
         self._cached_at = -1
         self._parsed_documents: dict[str, tuple[tuple[Any, ...], StoredDocument]] = {}  # path -> (row, parsed)
+        # path -> its metadata and facts as stored (JSON) and decoded: a note's passages decode them once
+        self._decoded_facts: dict[str, tuple[str, str, dict[str, Any], NoteFacts]] = {}
         self._module_of: dict[str, str] = {}  # live path -> its module, at _modules_at (-1: not read)
         self._paths_of: dict[str, list[str]] = {}  # module -> the live paths with it, in path order
         self._modules: dict[str, str] = {}  # module -> the last of its paths
@@ -395,7 +398,7 @@ class RecordStore:
         cache = self._passage_cache()
         missing = [pid for pid in wanted if pid not in cache]
         query = _PASSAGE_ROWS.format(clause="p.id IN ({marks})")
-        cache.update((row[0], ((row[1], row[15]), _stored_passage(row))) for row in self._rows_in(query, missing))
+        cache.update((row[0], ((row[1], row[15]), self._stored_passage(row))) for row in self._rows_in(query, missing))
         found = sorted(cache[pid] for pid in wanted if pid in cache)  # by path and position, as the store reads them
         return {stored.passage.id: stored for _, stored in found}
 
@@ -437,7 +440,27 @@ class RecordStore:
         return {path: tuple(heads) for path, heads in found.items()}
 
     def _passages_where(self, clause: str, args: tuple[Any, ...]) -> list[StoredPassage]:
-        return [_stored_passage(row) for row in self._rows_where(clause, args)]
+        return [self._stored_passage(row) for row in self._rows_where(clause, args)]
+
+    def _stored_passage(self, row: tuple[Any, ...]) -> StoredPassage:
+        """A passage row (``_PASSAGE_ROWS``) with its note's facts; the note's metadata and facts are
+        decoded once while their JSON is unchanged (a query reads some ninety passages, most of them of
+        notes read before)."""
+        decoded = self._decoded_facts.get(row[1])
+        if decoded is None or decoded[0] != row[11] or decoded[1] != row[13]:
+            if len(self._decoded_facts) > DECODED_FACTS_LIMIT:
+                self._decoded_facts.clear()
+            metadata, facts = json.loads(row[11]), NoteFacts.from_dict(json.loads(row[13]))
+            decoded = self._decoded_facts[row[1]] = (row[11], row[13], metadata, facts)
+        return StoredPassage(
+            passage=_passage(row[:9], row[16]),
+            observed_at=row[9],
+            indexed_at=row[10],
+            metadata=decoded[2],
+            revision=row[12],
+            facts=decoded[3],
+            source_sha256=row[14],
+        )
 
     def _rows_where(self, clause: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         return self._db.execute(_PASSAGE_ROWS.format(clause=clause), args).fetchall()
@@ -598,16 +621,4 @@ def _passage(row: tuple[Any, ...], cell_json: str | None) -> Passage:
         sha256=row[8],
         cell_id=cell.get("id"),
         cell_index=cell.get("index"),
-    )
-
-
-def _stored_passage(row: tuple[Any, ...]) -> StoredPassage:
-    return StoredPassage(
-        passage=_passage(row[:9], row[16]),
-        observed_at=row[9],
-        indexed_at=row[10],
-        metadata=json.loads(row[11]),
-        revision=row[12],
-        facts=NoteFacts.from_dict(json.loads(row[13])),
-        source_sha256=row[14],
     )
