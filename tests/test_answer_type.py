@@ -78,11 +78,37 @@ AS_OF = "2026-11-30"
         ("What is the maximum free chlorine level before we close the pool?", "quantity"),
         ("What's the speed limit in the depot yard?", "quantity"),
         ("How do I put a banner on the website?", None),
+        # the nineteenth attempt: wordings that asked for a value and were read as asking for none
+        ("What's the weekly wage of a kitchen porter?", "money"),
+        ("How much were the new lockers?", "money"),
+        ("What are lifeguards paid per shift?", "money"),
+        ("What is the serial number of the boiler?", "identifier"),
+        ("What's the reach of the crane in metres?", "measurement"),
+        ("Who supplies the chlorine?", "organisation"),
+        ("Which caterer runs the staff canteen?", "organisation"),
+        ("When is the next fire drill?", "occasion"),
+        ("When is the fire alarm next due for its service?", "date"),  # a due date: a date answers
+        ("Which hours can couriers use the side gate?", None),  # hours, not a company
     ],
 )
 def test_the_asked_type_comes_from_the_question_wording(question: str, kind: str | None) -> None:
     found = asked_type(question)
     assert (found.name if found else None) == kind
+
+
+@pytest.mark.parametrize(
+    ("question", "text", "answers"),
+    [
+        ("When is the next fire drill?", "Fire drills run on the first Monday of every quarter.", True),
+        ("When is the next fire drill?", "Fire drills are led by the duty manager with the wardens.", False),
+        ("What is the serial number of the boiler?", "The boiler's serial number is BX-40718.", True),
+        ("What is the serial number of the boiler?", "The boiler was serviced by the usual engineer.", False),
+        ("What's the output of the main boiler in kilowatts?", "The main boiler's output is 120 kW.", True),
+        ("What's the output of the main boiler in kilowatts?", "The main boiler's output flue is 12 m long.", False),
+    ],
+)
+def test_a_passage_states_the_value_in_the_form_asked(question: str, text: str, answers: bool) -> None:
+    assert (unstated(question, _idf(question), [_read(text, "Boiler and fire drills")]) is None) == answers
 
 
 def test_a_hard_wrapped_sentence_is_one_sentence() -> None:

@@ -46,6 +46,11 @@ _MEASURE_UNIT = (
     r"kilograms?\b|kilos?\b|grams?\b|litres?\b|liters?\b|l\b|ml\b|centimetres?\b|millimetres?\b|kilometres?\b|"
     r"miles?\b|yards?\b|gallons?\b|tons?\b)"
 )
+# Units a question can ask its answer in ("... in watts?"): the value is a measurement in them.
+_ASKED_UNIT = (
+    r"(?:watts|kilowatts|kw|volts|amps|metres|meters|feet|kilometres|kilometers|km|miles|kilos|kilograms|kg|tonnes|"
+    r"litres|liters|gallons|degrees|celsius|fahrenheit)"
+)
 # "Who is the depot manager?" asks for the person in a role: a name ("Declan Feehily"), not the role's description.
 _WHO_IS = (  # "who" opening a clause, asking who holds something ("can a woman who's pregnant ..." does not)
     r"(?:^\s*|[,.;:!?]\s+|\b(?:and|but|so)\s+)who(?:'s| is| are| was)\s+"
@@ -97,7 +102,9 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         r"\bprice of\b|\bcost of\b|\bhow much is\b|\bwhat (?:does|do|did|will|would) [^?]*\b(?:cost|charge)\b|"
         r"\bwhat(?:'s| is| are)? (?:the |our |a |an )?(?:[\w-]+ ){0,3}(?:fee|price|cost|charge|deposit|fare)s?\b|"
         r"\bhow much (?!notice\b|time\b|warning\b)[^?]*\b(?:claim|earn|charge|cost|pay|deposit|refund)|"
-        r"\b(?:hourly|daily|weekly|nightly|day|pay) rates?\b",
+        r"\b(?:hourly|daily|weekly|nightly|day|pay) rates?\b|\b(?:hourly|daily|weekly|monthly|annual|yearly) "
+        r"(?:pay|wages?|salary)\b|\bwhat(?:'s| is| are)? (?:the |our |a )?(?:[\w-]+ ){0,3}(?:wages?|salary|salaries)\b|"
+        r"\bhow much (?:was|were)\b|\bpaid (?:per|an|a|by the) (?:hour|day|shift|week|month)\b",
         # a deposit, a discount or a fee is often a share of something: "a 25 percent deposit"
         r"[£$€¥]\s?\d|\b\d[\d,.]*\s?(?:pounds?|euros?|dollars?|usd|eur|gbp|chf|pence|p|cents?|k)\b|"
         rf"\b(?:eur|usd|gbp|chf)\s?\d|\bfree\b|\bno charge\b|\bat cost\b|{_SHARE}",
@@ -107,6 +114,14 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         "a percentage or a share",
         r"\bwhat percentage\b|\bwhat percent\b|\bwhat share\b|\bwhat proportion\b|\bwhat fraction\b",
         _SHARE,
+    ),
+    _type(
+        "identifier",
+        "a reference or registration number",
+        r"\b(?:registration|reg|serial|licen[cs]e|account|reference|ref|order|invoice|job|booking|case|policy|vat|"
+        r"charity|model|part|tracking|membership|permit) (?:number|no\.?|code)s?\b",
+        # a code mixing capitals and digits ("FX-2291", "KD19 BXL", "CHY 20419"), or a long run of digits
+        r"(?-i:\b(?=[A-Z0-9-]*\d)(?=[A-Z0-9-]*[A-Z])[A-Z0-9]{1,6}(?:[- ][A-Z0-9]{1,8}){0,3}\b)|\b\d{5,}\b",
     ),
     _type(
         "phone",
@@ -141,7 +156,8 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         "organisation",
         "a company's name",
         r"\b(?:which|what) (?:[\w-]+ )?(?:company|companies|firm|firms|contractor|contractors|supplier|suppliers|"
-        r"vendor|vendors|provider|providers|collector|haulier|installer)\b",
+        r"vendor|vendors|provider|providers|collector|haulier|installer|caterers?|merchants?|insurers?|agency|"
+        r"agencies|printers?|couriers?)\b|\bwho (?:supplies|provides|insures|delivers)\b",
         _ORGANISATION_NAME,
     ),
     _type(
@@ -165,7 +181,8 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         "a measurement",
         r"\bwhat (?:temperature|wattage|speed|wind speed|voltage|height|weight|width|depth|pressure|size|rating)\b|"
         r"\b(?:which|what) (?:wind )?speed\b|\bwind limit\b|\bhow hot\b|\bhow cold\b|\bhow warm\b|"
-        r"\b(?:maximum|minimum|max|min) (?:[\w-]+ ){0,2}(?:height|weight|length|width|speed|temperature)\b",
+        r"\b(?:maximum|minimum|max|min) (?:[\w-]+ ){0,2}(?:height|weight|length|width|speed|temperature)\b|"
+        rf"\bin {_ASKED_UNIT}\s*\??\s*$",  # "What's the output power of the main transmitter in watts?"
         rf"\b\d[\d,.]*\s?{_MEASURE_UNIT}|\bbeaufort\b|\bforce \d|\bgale\b",
     ),
     _type(
@@ -192,6 +209,16 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         r"\bwhen (?:does|did|will|do|is|was) [^?]*\b(?:end|expire|run out|last (?:replac|servic|check|renew|"
         r"updat|inspect|test|calibrat|clean|repair)\w*)\b|\bwhen was [^?]*\blast\b",
         rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b{_MONTH}\b|\b(?:19|20)\d\d\b|\bq[1-4]\b|\b\d{{1,2}}/\d{{1,2}}\b",
+    ),
+    # "When is the next trustees meeting?": a date, a weekday, a time or a rule of recurrence answers. Tried after
+    # "date": "when is the floor next due to be resealed" asks for a due date, which only a date states.
+    _type(
+        "occasion",
+        "when it next happens",
+        r"\bwhen(?:'s| is| are| will| do| does)\b[^?]*\bnext\b",
+        rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b{_MONTH}\b|\b(?:19|20)\d\d\b|\bq[1-4]\b|\b\d{{1,2}}/\d{{1,2}}\b|"
+        rf"\b{_WEEKDAY}\b|\b\d{{1,2}}(?::|\.)\d{{2}}\b|\b(?:every|each|once a|twice a)\b|\b(?:daily|weekly|"
+        r"monthly|quarterly|annually|yearly|fortnightly)\b|\b(?:today|tomorrow|tonight)\b|\bnext (?:week|month|year)\b",
     ),
     _type(
         "duration",
@@ -500,6 +527,8 @@ ANSWERED_BY: dict[str, frozenset[str]] = {  # asked type -> the value kinds that
     "duration": frozenset({"duration", "hours", "number"}),
     "clock": frozenset({"clock", "hours"}),  # "opening_hour: 9" reads as hours; an interval in weeks never as a time
     "date": frozenset({"date"}),
+    "occasion": frozenset({"date", "clock"}),
+    "identifier": frozenset({"number"}),
     "age": frozenset({"number", "duration"}),
     "measurement": frozenset({"measurement", "number"}),
     "quantity": frozenset({"number", "hours", "duration", "money", "percent", "measurement"}),
@@ -720,6 +749,7 @@ _ASKED_DIMENSION = tuple(
             r"\b(?:maximum|minimum|max|min) (?:[\w-]+ ){0,2}(?:height|width|depth)\b|\bheight limit\b|\bheadroom\b",
         ),
         ("volume", r"\bhow many (?:litres|liters|gallons|millilitres|milliliters)\b|\bwhat volume\b"),
+        ("power", r"\bin (?:watts|kilowatts|kw)\b|\bhow many (?:watts|kilowatts|kw)\b|\bwhat wattage\b"),
     )
 )
 _MEASURED_KINDS = frozenset({"count", "measurement", "quantity"})  # "the landing fee per tonne" is a price
@@ -728,6 +758,7 @@ _UNITS = {
     "length": r"m|metres?|meters?|cm|centimetres?|mm|millimetres?|km|kilometres?|ft|feet|foot|inch(?:es)?|"
     r"miles?|yards?",
     "volume": r"l|litres?|liters?|ml|millilitres?|gallons?|m3|m\u00b3|cubic",
+    "power": r"w|watts?|kw|kilowatts?|mw|megawatts?",
 }
 _MEASURED = {
     dimension: re.compile(rf"(?<![\w.]){_NUMBER}\s?-?(?:{units})\b", re.IGNORECASE)
