@@ -83,6 +83,7 @@ AS_OF = "2026-11-30"
         ("How much were the new lockers?", "money"),
         ("What are lifeguards paid per shift?", "money"),
         ("What is the serial number of the boiler?", "identifier"),
+        ("The portal found nothing for my order number. Does that mean it was never placed?", None),  # named only
         ("What's the reach of the crane in metres?", "measurement"),
         ("Who supplies the chlorine?", "organisation"),
         ("Which caterer runs the staff canteen?", "organisation"),

@@ -118,8 +118,10 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
     _type(
         "identifier",
         "a reference or registration number",
-        r"\b(?:registration|reg|serial|licen[cs]e|account|reference|ref|order|invoice|job|booking|case|policy|vat|"
-        r"charity|model|part|tracking|membership|permit) (?:number|no\.?|code)s?\b",
+        # asked for ("what's the registration number of ..."), not only named ("my part number came back empty")
+        r"\b(?:what|which)(?:'s| is| are| was)? (?:the |our |its |their |a |an )?(?:[\w-]+ ){0,2}(?:registration|reg|"
+        r"serial|licen[cs]e|account|reference|ref|order|invoice|job|booking|case|policy|vat|charity|model|part|tracking|"
+        r"membership|permit) (?:number|no\.?|code)s?\b",
         # a code mixing capitals and digits ("FX-2291", "KD19 BXL", "CHY 20419"), or a long run of digits
         r"(?-i:\b(?=[A-Z0-9-]*\d)(?=[A-Z0-9-]*[A-Z])[A-Z0-9]{1,6}(?:[- ][A-Z0-9]{1,8}){0,3}\b)|\b\d{5,}\b",
     ),
