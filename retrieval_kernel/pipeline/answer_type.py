@@ -76,6 +76,8 @@ _ORGANISATION_NAME = (
     r"(?-i:\b[A-Z][\w&'\u2019-]+\s+(?:Ltd|Limited|plc|Inc|LLC)\b)"
 )
 _WEEKDAY = r"(?:mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|saturdays?|sundays?|weekdays?|weekends?)"
+# A date stated: ISO, a month, a year, a quarter, "4/10" (what answers "date" and part of what answers "occasion")
+_STATED_DATE = rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b{_MONTH}\b|\b(?:19|20)\d\d\b|\bq[1-4]\b|\b\d{{1,2}}/\d{{1,2}}\b"
 
 
 @dataclass(frozen=True)
@@ -210,7 +212,7 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         r"\bwhen (?:is|was|will|are|were) .*\b(?:due|deadline|expire|renew|open|launch)|"
         r"\bwhen (?:does|did|will|do|is|was) [^?]*\b(?:end|expire|run out|last (?:replac|servic|check|renew|"
         r"updat|inspect|test|calibrat|clean|repair)\w*)\b|\bwhen was [^?]*\blast\b",
-        rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b{_MONTH}\b|\b(?:19|20)\d\d\b|\bq[1-4]\b|\b\d{{1,2}}/\d{{1,2}}\b",
+        _STATED_DATE,
     ),
     # "When is the next trustees meeting?": a date, a weekday, a time or a rule of recurrence answers. Tried after
     # "date": "when is the floor next due to be resealed" asks for a due date, which only a date states.
@@ -218,8 +220,8 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         "occasion",
         "when it next happens",
         r"\bwhen(?:'s| is| are| will| do| does)\b[^?]*\bnext\b",
-        rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b{_MONTH}\b|\b(?:19|20)\d\d\b|\bq[1-4]\b|\b\d{{1,2}}/\d{{1,2}}\b|"
-        rf"\b{_WEEKDAY}\b|\b\d{{1,2}}(?::|\.)\d{{2}}\b|\b(?:every|each|once a|twice a)\b|\b(?:daily|weekly|"
+        _STATED_DATE
+        + rf"|\b{_WEEKDAY}\b|\b\d{{1,2}}(?::|\.)\d{{2}}\b|\b(?:every|each|once a|twice a)\b|\b(?:daily|weekly|"
         r"monthly|quarterly|annually|yearly|fortnightly)\b|\b(?:today|tomorrow|tonight)\b|\bnext (?:week|month|year)\b",
     ),
     _type(

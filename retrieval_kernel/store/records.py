@@ -313,7 +313,23 @@ class RecordStore:
 
     def _parsed(self, row: tuple[Any, ...]) -> StoredDocument:
         known = self._parsed_documents.get(row[0])
-        return known[1] if known is not None and known[0] == row else _document(row)
+        return known[1] if known is not None and known[0] == row else self._document(row)
+
+    def _document(self, row: tuple[Any, ...]) -> StoredDocument:
+        metadata, facts = self._note_facts(row[0], row[6], row[10])
+        return StoredDocument(
+            path=row[0],
+            module=row[1],
+            title=row[2],
+            sha256=row[3],
+            size=row[4],
+            mtime_ns=row[5],
+            metadata=metadata,
+            observed_at=row[7],
+            revision=row[8],
+            indexed_at=row[9],
+            facts=facts,
+        )
 
     def modules(self) -> dict[str, str]:
         """Each live document's module (its id) mapped to its path (of two notes with one id, the later by
@@ -443,24 +459,28 @@ class RecordStore:
         return [self._stored_passage(row) for row in self._rows_where(clause, args)]
 
     def _stored_passage(self, row: tuple[Any, ...]) -> StoredPassage:
-        """A passage row (``_PASSAGE_ROWS``) with its note's facts; the note's metadata and facts are
-        decoded once while their JSON is unchanged (a query reads some ninety passages, most of them of
-        notes read before)."""
-        decoded = self._decoded_facts.get(row[1])
-        if decoded is None or decoded[0] != row[11] or decoded[1] != row[13]:
-            if len(self._decoded_facts) > DECODED_FACTS_LIMIT:
-                self._decoded_facts.clear()
-            metadata, facts = json.loads(row[11]), NoteFacts.from_dict(json.loads(row[13]))
-            decoded = self._decoded_facts[row[1]] = (row[11], row[13], metadata, facts)
+        """A passage row (``_PASSAGE_ROWS``) with its note's facts (decoded once: :meth:`_note_facts`)."""
+        metadata, facts = self._note_facts(row[1], row[11], row[13])
         return StoredPassage(
             passage=_passage(row[:9], row[16]),
             observed_at=row[9],
             indexed_at=row[10],
-            metadata=decoded[2],
+            metadata=metadata,
             revision=row[12],
-            facts=decoded[3],
+            facts=facts,
             source_sha256=row[14],
         )
+
+    def _note_facts(self, path: str, metadata_json: str, facts_json: str) -> tuple[dict[str, Any], NoteFacts]:
+        """A note's metadata and facts from their stored JSON, decoded once while it is unchanged: a query
+        reads some ninety passages, most of them of notes read before, and documents read the same."""
+        decoded = self._decoded_facts.get(path)
+        if decoded is None or decoded[0] != metadata_json or decoded[1] != facts_json:
+            if len(self._decoded_facts) > DECODED_FACTS_LIMIT:
+                self._decoded_facts.clear()
+            metadata, facts = json.loads(metadata_json), NoteFacts.from_dict(json.loads(facts_json))
+            decoded = self._decoded_facts[path] = (metadata_json, facts_json, metadata, facts)
+        return decoded[2], decoded[3]
 
     def _rows_where(self, clause: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         return self._db.execute(_PASSAGE_ROWS.format(clause=clause), args).fetchall()
@@ -587,22 +607,6 @@ def _passage_row(passage: Passage, ordinal: int) -> tuple[Any, ...]:
         passage.text,
         passage.sha256,
         None if passage.cell_index is None else json.dumps({"id": passage.cell_id, "index": passage.cell_index}),
-    )
-
-
-def _document(row: tuple[Any, ...]) -> StoredDocument:
-    return StoredDocument(
-        path=row[0],
-        module=row[1],
-        title=row[2],
-        sha256=row[3],
-        size=row[4],
-        mtime_ns=row[5],
-        metadata=json.loads(row[6]),
-        observed_at=row[7],
-        revision=row[8],
-        indexed_at=row[9],
-        facts=NoteFacts.from_dict(json.loads(row[10])),
     )
 
 
