@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -602,6 +603,33 @@ def test_records_outside_the_question_context_need_a_high_score() -> None:
     selection = RuleSelector(params).select("How do we verify the webhook signature and cache the secret?", candidates)
     assert "c" not in selection.ids
     assert {r.record: r.reason for r in selection.rejected}["c"] == "other_context"
+
+
+def _dense(record: CandidateRecord, cosine: float) -> CandidateRecord:
+    return replace(record, lanes={"dense": (record.rank, cosine)})
+
+
+def test_a_far_phrased_question_keeps_the_dense_lanes_clear_leader_alone() -> None:
+    """Below ``min_first`` (no shared words), the best record is kept when the dense lane singles it out."""
+    question = "We never tried getting the data back from last year's archives; would we even know they work?"
+    drills = _dense(_record("drills", "backup/drills.md", "Restore drills", "Run a monthly restore drill.", 1), 0.58)
+    others = [
+        _dense(_record("offsite", "backup/offsite.md", "Offsite copies", "Keep one immutable offsite copy.", 2), 0.47),
+        _dense(_record("keys", "backup/keys.md", "Backup keys", "Hold backup keys in a separate account.", 3), 0.41),
+    ]
+    params = Thresholds(weights=PARAMS.weights, bias=PARAMS.bias, min_first=0.5, min_keep=0.5, lead_cosine=0.5)
+    selection = RuleSelector(params).select(question, [drills, *others])
+    assert selection.ids == ["drills"]
+    assert any(flag.startswith("dense_lead:") and "0.11 above" in flag for flag in selection.records[0].flags)
+    assert {r.record for r in selection.rejected} == {"offsite", "keys"}
+    # no clear leader (0.02 ahead), a leader below the cosine floor, or the rule off: nothing applies
+    close = [drills, _dense(others[0], 0.56), others[1]]
+    assert RuleSelector(params).select(question, close).ids == []
+    assert RuleSelector(replace(params, lead_cosine=0.6)).select(question, [drills, *others]).ids == []
+    assert RuleSelector(replace(params, lead_cosine=2.0)).select(question, [drills, *others]).ids == []
+    # the best-scoring record must be the leader: a question sharing a word with another record keeps nothing
+    worded = question.replace("archives", "copies")
+    assert RuleSelector(params).select(worded, [drills, *others]).ids == []
 
 
 # ---------------------------------------------------------------- derived claims (notes without capsules)

@@ -18,7 +18,8 @@ Retrieval finds related notes; this package decides which of them apply to the t
    (dense cosines with the query and its parts, BM25F ratio to the best candidate, how much
    of the query and of its best part the capsule and body cover, condition state, fused
    rank). Records are visited by score: nothing is kept when the best is below
-   ``min_first`` (an honest empty answer); a further record needs ``min_keep`` (and
+   ``min_first`` (an honest empty answer) unless it is also the dense lane's clear leader
+   (``lead_cosine``, ``lead_margin``: a far-phrased question), kept alone; a further record needs ``min_keep`` (and
    ``min_ratio`` of the best score) and must newly cover at least ``min_gain`` of the
    query's weighted words (a new *need*); one record per ``rule``; at most
    ``max_records``. Kept records whose conditions match come first, then universal ones,

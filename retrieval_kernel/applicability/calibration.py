@@ -51,7 +51,10 @@ class Thresholds:
     part it answers (:mod:`.needs`); ``part_lead``: the lead over the next record on a part
     that lets the record answering it be kept below ``min_keep``;
     ``min_other_context``: the score a record outside the question's context (the folder
-    of its leading candidates) needs to be considered at all (above 1: never).
+    of its leading candidates) needs to be considered at all (above 1: never);
+    ``lead_cosine`` and ``lead_margin``: when the best score is below ``min_first``, the best
+    record is still kept alone when it is also the dense lane's clear leader: cosine at least
+    ``lead_cosine`` and at least ``lead_margin`` above every other record (above 1: never).
     """
 
     weights: tuple[float, ...] = DEFAULT_WEIGHTS
@@ -66,6 +69,8 @@ class Thresholds:
     min_part: float = 0.4
     part_lead: float = 1.0
     min_other_context: float = 1.0
+    lead_cosine: float = 2.0
+    lead_margin: float = 0.06
 
     def __post_init__(self) -> None:
         if len(self.weights) != len(FEATURES):

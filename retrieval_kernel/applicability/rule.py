@@ -27,7 +27,7 @@ from .conditions import (
 )
 from .forks import ConditionFork, find_fork
 from .needs import Need, open_questions, question_parts, ranked_for, uncovered_needs
-from .scoring import Scored, score_candidates, weighted_coverage
+from .scoring import MISSING_COSINE, Scored, score_candidates, weighted_coverage
 from .selection import (
     BELOW_THRESHOLD,
     BEYOND_LIMIT,
@@ -118,6 +118,13 @@ class RuleSelector:
         fork = find_fork(chosen, scored, task, self.thresholds.min_keep)
         unanswered = open_questions(query, chosen, scored, weights, self.thresholds)
         records = [_selected(item, new, query) for item, new in kept]
+        lead = dense_leader(by_score(scored), self.thresholds)
+        if records and kept[0][0].score < self.thresholds.min_first and lead is not None:
+            flag = (
+                f"dense_lead: scores {kept[0][0].score:.2f}, below {self.thresholds.min_first:.2f}, and is kept "
+                f"because the dense lane singles it out (cosine {lead[0]:.2f}, {lead[1]:.2f} above the next record)"
+            )
+            records[0] = replace(records[0], flags=(*records[0].flags, flag))
         if fork is not None:  # the caller states the condition; until then no side is returned
             records = [record for record in records if record.record not in fork.records]
         return records, rejected, fork, unanswered
@@ -155,17 +162,23 @@ def pick(
 
     Visited by score (ties: matched conditions, universal, unknown; then fused rank):
     a second record of a ``rule`` is a duplicate; nothing is kept when the best score
-    is below ``min_first``. A further record must be the best answer to a part of the
+    is below ``min_first``, unless that record is the dense lane's clear leader
+    (:func:`dense_leader`: a far-phrased question), which is then kept alone. A further record must be the best answer to a part of the
     question (``needs``, see :mod:`.needs`) that no kept record answers, with part score
     ``min_part`` and applicability ``min_keep``; without ``needs`` it must newly cover
     ``min_gain`` of the query's weighted words.
     """
-    ordered = sorted(scored, key=lambda s: (-round(s.score, 9), CONDITION_ORDER[s.check.state], s.candidate.rank))
+    ordered = by_score(scored)
     best = ordered[0].score if ordered else 0.0
     if best < limits.min_first:
-        detail = f"the best score, {best:.2f}, is below {limits.min_first:.2f}: none applies"
-        return [], [reject(s.candidate, BELOW_THRESHOLD, f"score {s.score:.2f}; {detail}") for s in ordered]
-    chosen = _by_gain(ordered, terms, weights, limits) if needs is None else _by_needs(ordered, weights, limits, needs)
+        if dense_leader(ordered, limits) is None:
+            detail = f"the best score, {best:.2f}, is below {limits.min_first:.2f}: none applies"
+            return [], [reject(s.candidate, BELOW_THRESHOLD, f"score {s.score:.2f}; {detail}") for s in ordered]
+        chosen = ordered[:1]  # far phrasing: the words differ, and the dense lane singles this record out
+    elif needs is None:
+        chosen = _by_gain(ordered, terms, weights, limits)
+    else:
+        chosen = _by_needs(ordered, weights, limits, needs)
     kept_ids = {item.candidate.record for item in chosen}
     rejected = [
         _why_not(item, chosen, weights, limits, needs) for item in ordered if item.candidate.record not in kept_ids
@@ -179,6 +192,23 @@ def pick(
     # Records whose conditions match come before universal ones, then those with unknown conditions.
     kept.sort(key=lambda pair: (CONDITION_ORDER[pair[0].check.state], -pair[0].score))
     return kept, rejected
+
+
+def by_score(scored: Sequence[Scored]) -> list[Scored]:
+    """Records by applicability score (ties: matched conditions, universal, unknown; then fused rank)."""
+    return sorted(scored, key=lambda s: (-round(s.score, 9), CONDITION_ORDER[s.check.state], s.candidate.rank))
+
+
+def dense_leader(ordered: Sequence[Scored], limits: Thresholds) -> tuple[float, float] | None:
+    """``(cosine, lead)`` when the best-scoring record is also the dense lane's clear leader among ``ordered``:
+    cosine at least ``lead_cosine`` and at least ``lead_margin`` above every other record's; else ``None``."""
+    if not ordered:
+        return None
+    cosine = ordered[0].features[0]
+    runner = max((item.features[0] for item in ordered[1:]), default=MISSING_COSINE)
+    if cosine >= limits.lead_cosine and cosine - runner >= limits.lead_margin:
+        return cosine, cosine - runner
+    return None
 
 
 def _by_gain(
