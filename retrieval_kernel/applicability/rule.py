@@ -163,10 +163,11 @@ def pick(
     Visited by score (ties: matched conditions, universal, unknown; then fused rank):
     a second record of a ``rule`` is a duplicate; nothing is kept when the best score
     is below ``min_first``, unless that record is the dense lane's clear leader
-    (:func:`dense_leader`: a far-phrased question), which is then kept alone. A further record must be the best answer to a part of the
-    question (``needs``, see :mod:`.needs`) that no kept record answers, with part score
-    ``min_part`` and applicability ``min_keep``; without ``needs`` it must newly cover
-    ``min_gain`` of the query's weighted words.
+    (:func:`dense_leader`: a far-phrased question), which is then kept alone. A further
+    record must be the best answer to a part of the question (``needs``, see
+    :mod:`.needs`) that no kept record answers, with part score ``min_part`` and
+    applicability ``min_keep``; without ``needs`` it must newly cover ``min_gain`` of the
+    query's weighted words.
     """
     ordered = by_score(scored)
     best = ordered[0].score if ordered else 0.0
