@@ -90,6 +90,18 @@ AS_OF = "2026-11-30"
         ("When is the next fire drill?", "occasion"),
         ("When is the fire alarm next due for its service?", "date"),  # a due date: a date answers
         ("Which hours can couriers use the side gate?", None),  # hours, not a company
+        # the twentieth attempt: sizes are measurements (a number with a unit), fines are money, a padlock's
+        # code is an access code, "who cleared ..." asks for the person, "go live" for a date
+        ("How deep is the water in the lock chamber?", "measurement"),
+        ("How wide is the towpath?", "measurement"),
+        ("How far is the water point from the car park?", "measurement"),
+        ("How far in advance do I book a mooring?", "duration"),  # not a distance
+        ("How many berths does the marina have?", "count"),
+        ("What's the fine for speeding on the canal?", "money"),
+        ("What's the padlock code for the yard gate?", "password"),
+        ("Who cleared the fallen branch this morning?", "person"),
+        ("When do the electric charging posts go live?", "date"),
+        ("When does the cafe open?", "clock"),  # opening hours: still a time of day
     ],
 )
 def test_the_asked_type_comes_from_the_question_wording(question: str, kind: str | None) -> None:

@@ -47,6 +47,13 @@ def test_the_open_sentence_holds_the_question_words_or_the_passage_states_no_val
     stated = "The new hall will have 240 rooms. Its opening date was not agreed."
     assert not _says("How many rooms will the new hall have?", stated)
     assert not _says("When does the laundrette open?", "The laundrette opens at 07:00. The new prices were approved.")
+    # a value stated beside every question word the open sentence holds: only the supplier is open, not the date
+    posts = "The board confirmed that the charging posts go live on 1 September 2031. The supplier of the posts is "
+    assert not _says("When do the electric charging posts go live?", posts + "still to be chosen.")
+    unset = "The date the charging posts go live is to be confirmed."
+    assert _says("When do the electric charging posts go live?", unset)
+    docks = "Northgate gets three new stations next year. The number of docks at each is still to be decided."
+    assert _says("How many docks will each of the new Northgate stations have?", docks)  # "three" counts stations
 
 
 def _workspace(tmp_path: Path) -> Workspace:

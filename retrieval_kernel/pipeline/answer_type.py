@@ -62,6 +62,7 @@ _WHICH_PERSON = (
     r"nurse|vet|engineer|technician|steward|coordinator|director)))\b(?=[^?]*\b(?:is|are|was)\b)"
 )
 _WHO_IS_ON = r"\bwho(?:'s| is| are) (on (?:call|duty|shift)\b)"  # "who's on call tonight?": the holder's name
+_WHO_DID = r"^\s*who \w+ed\b"  # "Who cleared the fallen branch?": the person who did it
 _NOT_NAMES = (  # capitalised at a sentence's start or in a heading, never a name's part
     "The|A|An|Our|Your|Their|Its|His|Her|This|That|These|Those|Each|Every|All|Any|Some|No|If|When|On|In|At|For|From|To|"
     "By|With|And|Or|But|As|Ask|Call|Ring|See|Email|Contact|Staff|Team|Duty|Manager|Head|Chief|Code|Level|Stage|"
@@ -102,7 +103,8 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         r"\bhow much (?:does|do|is|are|will|would|should|did)\b.*\b(?:cost|charge|pay|paid|price|fee|spend|refund|"
         r"worth|budget)\b|\bhow much (?:money|cash)\b|\bwhat (?:is|are) the (?:price|cost|fee|charge|rate)s?\b|"
         r"\bprice of\b|\bcost of\b|\bhow much is\b|\bwhat (?:does|do|did|will|would) [^?]*\b(?:cost|charge)\b|"
-        r"\bwhat(?:'s| is| are)? (?:the |our |a |an )?(?:[\w-]+ ){0,3}(?:fee|price|cost|charge|deposit|fare)s?\b|"
+        r"\bwhat(?:'s| is| are)? (?:the |our |a |an )?(?:[\w-]+ ){0,3}(?:fee|price|cost|charge|deposit|fare|fine|"
+        r"penalty)s?\b|"
         r"\bhow much (?!notice\b|time\b|warning\b)[^?]*\b(?:claim|earn|charge|cost|pay|deposit|refund)|"
         r"\b(?:hourly|daily|weekly|nightly|day|pay) rates?\b|\b(?:hourly|daily|weekly|monthly|annual|yearly) "
         r"(?:pay|wages?|salary)\b|\bwhat(?:'s| is| are)? (?:the |our |a )?(?:[\w-]+ ){0,3}(?:wages?|salary|salaries)\b|"
@@ -151,7 +153,8 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         "password",
         "a password or an access code",
         r"\bwhat(?:'s| is| are)\s+(?:the\s+|our\s+)?(?:[\w-]+\s+){0,3}(?:password|passcode|passphrase|door code|"
-        r"access code|gate code|alarm code|keypad code|lock code|safe code|pin)\b|"
+        r"access code|gate code|alarm code|keypad code|lock code|padlock code|safe code|key ?safe code|lock ?box code|"
+        r"combination|pin)\b|"
         r"\b(?:password|passcode|door code|access code) (?:for|to|of)\b(?!.*\breset\b)",
         r"\b(?:password|passcode|passphrase|code|pin)\s*(?:is|:|=)\s*(?:[\"'\u201c\u2018][^\"'\u201d\u2019]{3,}"
         r"|[A-Za-z]*\d[\w!@#$%^&*-]*)",
@@ -167,7 +170,7 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
     _type(
         "person",
         "a person's name",
-        _WHO_IS + r"|\bwhat(?:'s| is) the name of\b|" + _WHICH_PERSON + r"|" + _WHO_IS_ON,
+        _WHO_IS + r"|\bwhat(?:'s| is) the name of\b|" + _WHICH_PERSON + r"|" + _WHO_IS_ON + r"|" + _WHO_DID,
         _NAME,
     ),
     _type(
@@ -186,6 +189,8 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         r"\bwhat (?:temperature|wattage|speed|wind speed|voltage|height|weight|width|depth|pressure|size|rating)\b|"
         r"\b(?:which|what) (?:wind )?speed\b|\bwind limit\b|\bhow hot\b|\bhow cold\b|\bhow warm\b|"
         r"\b(?:maximum|minimum|max|min) (?:[\w-]+ ){0,2}(?:height|weight|length|width|speed|temperature)\b|"
+        # a size: "how deep is the lock chamber", "how far is it" (not "how far in advance", a length of time)
+        r"\bhow (?:deep|wide|tall|high|heavy|far(?! (?:in advance|ahead|back)\b))\b|"
         rf"\bin {_ASKED_UNIT}\s*\??\s*$",  # "What's the output power of the main transmitter in watts?"
         rf"\b\d[\d,.]*\s?{_MEASURE_UNIT}|\bbeaufort\b|\bforce \d|\bgale\b",
     ),
@@ -211,7 +216,8 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         r"\bwhat date\b|\bwhich date\b|\bwhat year\b|\bwhich year\b|\bwhich month\b|\bwhat month\b|"
         r"\bwhen (?:is|was|will|are|were) .*\b(?:due|deadline|expire|renew|open|launch)|"
         r"\bwhen (?:does|did|will|do|is|was) [^?]*\b(?:end|expire|run out|last (?:replac|servic|check|renew|"
-        r"updat|inspect|test|calibrat|clean|repair)\w*)\b|\bwhen was [^?]*\blast\b",
+        r"updat|inspect|test|calibrat|clean|repair)\w*)\b|\bwhen was [^?]*\blast\b|"
+        r"\bwhen (?:do|does|did|will) [^?]*\b(?:go(?:es)? live|launch|come into force|take effect)\b",
         _STATED_DATE,
     ),
     # "When is the next trustees meeting?": a date, a weekday, a time or a rule of recurrence answers. Tried after
@@ -242,7 +248,7 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         "a number",
         r"\bhow many\b|\b(?:maximum|minimum|max|min) number\b|\bwhat number of\b|"
         r"\bhow much (?:space|room|weight|capacity|memory|storage|disk)\b|\bcapacity\b|\bhow big\b|\bhow large\b|"
-        r"\bhow heavy\b|\bhow tall\b|\bhow high\b|\bhow wide\b|\bhow deep\b|\bhow far\b",
+        r"\bhow far\b",
         rf"\b{_NUMBER}\b|\bno (?:limit|maximum|minimum)\b|\bunlimited\b",
     ),
     _type(

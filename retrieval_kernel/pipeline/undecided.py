@@ -42,14 +42,17 @@ def says_undecided(text: str, question_terms: Set[str], asked: AnswerType | None
     A sentence saying so must hold one of the question's own words (not a word naming the asked type, such
     as "cost" or "date"), or, for a question asking a typed value ("how many rooms ..."), the passage
     must state no value of that type outside such sentences ("No size, cost or opening date was agreed").
+    A value of the asked type stated beside every question word the open sentences hold is decided: "The
+    posts go live on 1 September. The supplier of the posts is still to be chosen." answers when they go live.
     """
     open_sentences = undecided_sentences(text)
     if not open_sentences:
         return False
     own = set(question_terms) - TYPE_WORDS
+    stated = [] if asked is None else [s for s in stating_sentences(text, asked) if not UNDECIDED.search(s)]
+    open_words = own & set().union(*map(analyze, open_sentences))
+    if open_words and any(open_words <= set(analyze(sentence)) for sentence in stated):
+        return False
     if any(holds_stem(words, term) for words in map(set, map(analyze, open_sentences)) for term in own):
         return True  # "no contractor was chosen" for "when the contract ends": the same stem
-    if asked is None:
-        return False
-    stated = [sentence for sentence in stating_sentences(text, asked) if not UNDECIDED.search(sentence)]
-    return not stated
+    return asked is not None and not stated
