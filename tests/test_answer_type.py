@@ -96,6 +96,8 @@ AS_OF = "2026-11-30"
         ("How wide is the towpath?", "measurement"),
         ("How far is the water point from the car park?", "measurement"),
         ("How far in advance do I book a mooring?", "duration"),  # not a distance
+        ("How far apart should the marker poles be?", "measurement"),
+        ("How far can the scheduler go on its own when a job keeps failing?", "count"),  # figurative: no size
         ("How many berths does the marina have?", "count"),
         ("What's the fine for speeding on the canal?", "money"),
         ("What's the padlock code for the yard gate?", "password"),

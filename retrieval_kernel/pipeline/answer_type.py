@@ -189,8 +189,10 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         r"\bwhat (?:temperature|wattage|speed|wind speed|voltage|height|weight|width|depth|pressure|size|rating)\b|"
         r"\b(?:which|what) (?:wind )?speed\b|\bwind limit\b|\bhow hot\b|\bhow cold\b|\bhow warm\b|"
         r"\b(?:maximum|minimum|max|min) (?:[\w-]+ ){0,2}(?:height|weight|length|width|speed|temperature)\b|"
-        # a size: "how deep is the lock chamber", "how far is it" (not "how far in advance", a length of time)
-        r"\bhow (?:deep|wide|tall|high|heavy|far(?! (?:in advance|ahead|back)\b))\b|"
+        # a size: "how deep is the lock chamber", "how far apart", "how far does the signal reach" (not "how far
+        # in advance", a length of time, nor "how far can the scheduler go on its own", a figure of speech)
+        r"\bhow (?:deep|wide|tall|high|heavy)\b|\bhow far (?:apart|away|from|is|are|was|were)\b|"
+        r"\bhow far does [^?]*\breach\b|"
         rf"\bin {_ASKED_UNIT}\s*\??\s*$",  # "What's the output power of the main transmitter in watts?"
         rf"\b\d[\d,.]*\s?{_MEASURE_UNIT}|\bbeaufort\b|\bforce \d|\bgale\b",
     ),
