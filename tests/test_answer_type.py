@@ -104,6 +104,14 @@ AS_OF = "2026-11-30"
         ("Who cleared the fallen branch this morning?", "person"),
         ("When do the electric charging posts go live?", "date"),
         ("When does the cafe open?", "clock"),  # opening hours: still a time of day
+        # the twenty-first attempt: a registration without "number", banks and other firms by trade, the
+        # youngest age allowed, an area asked in square metres
+        ("What's the registration of the van?", "identifier"),
+        ("Which bank does the school use?", "organisation"),
+        ("Which bank holiday is the studio closed?", None),
+        ("Which bank account does a deposit get paid back into?", None),  # an account, not a bank's name
+        ("What's the youngest age for a birthday party?", "age"),
+        ("How big is the kiln room in square metres?", "measurement"),
     ],
 )
 def test_the_asked_type_comes_from_the_question_wording(question: str, kind: str | None) -> None:
@@ -467,6 +475,7 @@ def test_a_value_of_another_attribute_of_the_same_thing_does_not_answer() -> Non
         ("What is the maximum vehicle height for the loading bay?", "length"),
         ("How many pallets fit in the loading bay?", None),  # a count of things, in no unit
         ("How long is the loading slot?", None),  # a length of time
+        ("How big is the kiln room in square metres?", "area"),
     ],
 )
 def test_the_units_a_question_asks_a_value_in(question: str, dimension: str | None) -> None:
@@ -484,6 +493,14 @@ def test_a_number_in_other_units_does_not_answer_a_question_asking_for_litres_or
     assert unstated(height, _idf(height), [tonnes]) is not None
     barrier = _read("The loading bay barrier limits vehicle height to 3.2 m.", "Loading bay")
     assert unstated(height, _idf(height), [tonnes, barrier]) is None
+
+
+def test_a_length_does_not_answer_a_question_asking_for_square_metres() -> None:
+    area = "How big is the kiln room in square metres?"
+    shelves = _read("The kiln room has shelves 2 m long and a 40 cm step at the door.", "Kiln room")
+    assert unstated(area, _idf(area), [shelves]) is not None
+    floor = _read("The kiln room is 24 m2, with space for three kilns.", "Kiln room")
+    assert unstated(area, _idf(area), [shelves, floor]) is None
 
 
 def test_another_persons_mobile_does_not_answer_whose_number_is_asked() -> None:

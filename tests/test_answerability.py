@@ -25,7 +25,7 @@ from retrieval_kernel.pipeline.answerability import (
     load_models,
 )
 from retrieval_kernel.pipeline.candidates import ConflictDraft, Side
-from retrieval_kernel.pipeline.conflicts import mark_blocking
+from retrieval_kernel.pipeline.conflicts import mark_blocking, names_value
 
 ROOT = Path(__file__).resolve().parent.parent
 AS_OF = "2026-11-30"
@@ -105,6 +105,7 @@ def test_the_fitted_models_are_complete_and_say_where_they_came_from() -> None:
 
 def test_question_words_and_stop_words_never_count_as_content() -> None:
     assert content_terms("What is it? How does it work, and when?") == ["work"]
+    assert content_terms("When are its elements checked, and by him or her?") == ["element", "check"]  # pronouns
     assert content_terms("How long do we keep backups?") == ["keep", "backup"]
     assert "time" in content_terms("What time does the depot open?")
 
@@ -188,6 +189,51 @@ def test_a_question_on_a_side_topic_of_a_conflicting_note_is_answered(tmp_path: 
     assert packet.evidence[0].id == "west-depot#returns-address"
     (conflict,) = packet.conflicts  # reported, not blocking: the question is not about shipping days
     assert (conflict.proposition, conflict.resolution) == ("shipping_days", "unresolved")
+
+
+BAYS = {
+    "east.md": md(
+        "East depot",
+        {"Shipping": "Parcels from the east depot arrive in 3 days."},
+        id="east-depot",
+        authority="reference",
+        asserts={"shipping_days": 3},
+    ),
+    "west.md": md(
+        "West depot",
+        {
+            "Shipping": "Parcels from the west depot arrive in 5 days.",
+            "Returns": "Returned parcels are left at Bay 3, beside the west depot's loading door.",
+        },
+        id="west-depot",
+        authority="reference",
+        asserts={"shipping_days": 5},
+    ),
+}
+
+
+def test_a_number_in_a_name_is_not_a_contested_value(tmp_path: Path) -> None:
+    """A number in a name ("Bay 3") does not name the 3 shipping days one side of the tie states."""
+    with workspace(tmp_path, BAYS) as ws:
+        side = ws.query("Can I leave a returned parcel at Bay 3 of the west depot?", as_of=AS_OF)
+    assert not side.abstained
+    (conflict,) = side.conflicts
+    assert (conflict.proposition, conflict.resolution) == ("shipping_days", "unresolved")
+
+
+@pytest.mark.parametrize(
+    ("query", "named"),
+    [
+        ("Can members fire kiln 3 on their own?", False),  # the notes write "Kiln 3" inside a sentence
+        ("Is the Kiln 3 controller locked?", False),
+        ("Is it 3 supervised firings or 5?", True),
+        ("Do I need 3 supervised firings first?", True),
+        ("Every 3 firings?", True),  # "Every 3" starts a sentence of the notes: no name
+    ],
+)
+def test_a_value_is_named_unless_the_number_is_part_of_a_name(query: str, named: bool) -> None:
+    notes = ["Members may fire Kiln 3 on their own after 3 supervised firings.", "Every 3 firings, check it."]
+    assert names_value(query, 3, notes) is named
 
 
 # ---------------------------------------------------------------- the answering section first

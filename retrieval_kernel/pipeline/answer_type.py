@@ -44,12 +44,13 @@ _MEASURE_UNIT = (
     r"(?:°|deg\b|degrees|c\b|f\b|w\b|watts?\b|kw\b|mph\b|km/?h\b|kph\b|knots?\b|kts\b|kn\b|m/s\b|m\b|metres?\b|"
     r"meters?\b|cm\b|mm\b|km\b|kg\b|g\b|tonnes?\b|t\b|lbs?\b|bar\b|psi\b|v\b|volts?\b|ft\b|feet\b|inch(?:es)?\b|"
     r"kilograms?\b|kilos?\b|grams?\b|litres?\b|liters?\b|l\b|ml\b|centimetres?\b|millimetres?\b|kilometres?\b|"
-    r"miles?\b|yards?\b|gallons?\b|tons?\b)"
+    r"miles?\b|yards?\b|gallons?\b|tons?\b|m2\b|m\u00b2|sq\.? ?m\b|square (?:metres?|meters?|feet)\b|hectares?\b|"
+    r"acres?\b)"
 )
 # Units a question can ask its answer in ("... in watts?"): the value is a measurement in them.
 _ASKED_UNIT = (
     r"(?:watts|kilowatts|kw|volts|amps|metres|meters|feet|kilometres|kilometers|km|miles|kilos|kilograms|kg|tonnes|"
-    r"litres|liters|gallons|degrees|celsius|fahrenheit)"
+    r"litres|liters|gallons|degrees|celsius|fahrenheit|square metres|square meters|square feet|hectares|acres)"
 )
 # "Who is the depot manager?" asks for the person in a role: a name ("Declan Feehily"), not the role's description.
 _WHO_IS = (  # "who" opening a clause, asking who holds something ("can a woman who's pregnant ..." does not)
@@ -125,7 +126,9 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         # asked for ("what's the registration number of ..."), not only named ("my part number came back empty")
         r"\b(?:what|which)(?:'s| is| are| was)? (?:the |our |its |their |a |an )?(?:[\w-]+ ){0,2}(?:registration|reg|"
         r"serial|licen[cs]e|account|reference|ref|order|invoice|job|booking|case|policy|vat|charity|model|part|tracking|"
-        r"membership|permit) (?:number|no\.?|code)s?\b",
+        r"membership|permit) (?:number|no\.?|code)s?\b|"
+        r"\bwhat(?:'s| is| was)? (?:the |our |its |their )?(?:[\w-]+ ){0,2}(?:registration|reg plate|number plate) "
+        r"of\b",
         # a code mixing capitals and digits ("FX-2291", "KD19 BXL", "CHY 20419"), or a long run of digits
         r"(?-i:\b(?=[A-Z0-9-]*\d)(?=[A-Z0-9-]*[A-Z])[A-Z0-9]{1,6}(?:[- ][A-Z0-9]{1,8}){0,3}\b)|\b\d{5,}\b",
     ),
@@ -164,7 +167,9 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         "a company's name",
         r"\b(?:which|what) (?:[\w-]+ )?(?:company|companies|firm|firms|contractor|contractors|supplier|suppliers|"
         r"vendor|vendors|provider|providers|collector|haulier|installer|caterers?|merchants?|insurers?|agency|"
-        r"agencies|printers?|couriers?)\b|\bwho (?:supplies|provides|insures|delivers)\b",
+        r"agencies|printers?|couriers?|accountants?|auditors?|solicitors?|brokers?|"
+        r"banks?(?! (?:holidays?|accounts?|details|transfers?|cards?|statements?)\b))\b|"  # a bank, not its account
+        r"\bwho (?:supplies|provides|insures|delivers)\b",
         _ORGANISATION_NAME,
     ),
     _type(
@@ -177,7 +182,7 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         "age",
         "an age",
         r"\bhow old (?:do|does|must|should|would)\b|\bwhat age\b|\bminimum age\b|\bmin age\b|\bage limit\b|"
-        r"\bage restriction\b|\bold enough\b",
+        r"\bage restriction\b|\bold enough\b|\b(?:youngest|oldest|lowest|highest) age\b|\bhow young\b",
         r"\b\d{1,2}\s*(?:years?|yrs?)\b|\baged?\s*(?:\d|under|over|between)|"
         r"\b(?:over|under|below|above)\s*(?:the age of\s*)?\d{1,2}\b|"
         r"\b\d{1,2}\s*(?:\+|and (?:over|above|under|older|younger)|or (?:over|older|under|younger))|"
@@ -762,6 +767,7 @@ _ASKED_DIMENSION = tuple(
         ),
         ("volume", r"\bhow many (?:litres|liters|gallons|millilitres|milliliters)\b|\bwhat volume\b"),
         ("power", r"\bin (?:watts|kilowatts|kw)\b|\bhow many (?:watts|kilowatts|kw)\b|\bwhat wattage\b"),
+        ("area", r"\b(?:in|how many) (?:square (?:metres|meters|feet)|sq\.? ?(?:m|ft)|hectares|acres)\b|\bwhat area\b"),
     )
 )
 _MEASURED_KINDS = frozenset({"count", "measurement", "quantity"})  # "the landing fee per tonne" is a price
@@ -771,6 +777,7 @@ _UNITS = {
     r"miles?|yards?",
     "volume": r"l|litres?|liters?|ml|millilitres?|gallons?|m3|m\u00b3|cubic",
     "power": r"w|watts?|kw|kilowatts?|mw|megawatts?",
+    "area": r"m2|m\u00b2|sq\.? ?m|sq\.? ?ft|square (?:metres?|meters?|feet|foot)|hectares?|ha|acres?",
 }
 _MEASURED = {
     dimension: re.compile(rf"(?<![\w.]){_NUMBER}\s?-?(?:{units})\b", re.IGNORECASE)

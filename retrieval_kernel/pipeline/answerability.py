@@ -77,7 +77,7 @@ QUESTION_WORDS = frozenset(
         "they them their there here also just now currently really actually ok okay still ever yet "
         "allowed supposed able many much long often after before during within without about above below "
         "between into onto upon across again further once other another any each every few more most less "
-        "least same such very too than then else"
+        "least same such very too than then else it its itself his her hers him"
     )
 )
 

@@ -199,7 +199,8 @@ def _about(conflict: ConflictDraft, judged: Judgement, query: str, admissible: M
     names_whole_key = set(_key_terms(conflict.proposition)) <= query_terms  # "shipping days": the key, unit and all
     if key and key[-1] in query_terms and (best_states_side or names_whole_key or asks_or_names(query, contested)):
         return True
-    if leading_notes[0] in notes and any(mentions(query, side.value) for side in conflict.sides):
+    texts = [candidate.stored.passage.text for candidate in admissible.values()]
+    if leading_notes[0] in notes and any(names_value(query, side.value, texts) for side in conflict.sides):
         return True
     stating = _stating_passages(conflict, admissible)
     return len(stating) == len(conflict.sides) and set(answering[:2]) == stating  # the two best answers disagree
@@ -291,6 +292,25 @@ def _states_other_fact(candidate: Candidate, proposition: str) -> bool:
 
 def _note_of(passage_id: str) -> str:
     return passage_id.split("#", 1)[0]
+
+
+def names_value(query: str, value: Any, texts: Sequence[str]) -> bool:
+    """Whether ``query`` holds ``value`` as a value, not as the number in a name: "Kiln 3" (or "kiln 3")
+    names a kiln when the notes (``texts``) write "Kiln 3" inside a sentence, so it is no count of 3."""
+    wanted = str(value).strip()
+    if not wanted:
+        return False
+    for found in re.finditer(rf"(?<![\w.]){re.escape(wanted)}(?![\w])", query, re.IGNORECASE):
+        before = re.search(r"([A-Za-z][\w'-]*)\s+$", query[: found.start()])
+        if before is None or not _names_thing(before.group(1), wanted, texts):
+            return True
+    return False
+
+
+def _names_thing(word: str, number: str, texts: Sequence[str]) -> bool:
+    """Whether the notes write ``word number`` as a name: capitalised, not where a sentence starts."""
+    name = re.compile(rf"(?<=[a-z0-9,;:(] ){re.escape(word[:1].upper() + word[1:].lower())} {re.escape(number)}(?!\w)")
+    return any(name.search(text) for text in texts)
 
 
 def mentions(text: str, value: Any) -> bool:
