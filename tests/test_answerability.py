@@ -221,6 +221,37 @@ def test_a_number_in_a_name_is_not_a_contested_value(tmp_path: Path) -> None:
     assert (conflict.proposition, conflict.resolution) == ("shipping_days", "unresolved")
 
 
+REVIEWS = {
+    "aml.md": md(
+        "Anti money laundering procedure",
+        {"Refreshing records": "Member records are refreshed every 3 years."},
+        id="aml",
+        authority="reference",
+        asserts={"record_refresh_years": 3},
+    ),
+    "handbook.md": md(
+        "Compliance handbook",
+        {"Reviews": "Review each member's identity every 5 years."},
+        id="handbook",
+        authority="reference",
+        asserts={"record_refresh_years": 5},
+    ),
+}
+
+
+def test_a_tie_is_found_when_retrieval_misses_its_other_side(tmp_path: Path) -> None:
+    """The handbook shares no word with the question, so no lane proposes it; it asserts the same fact."""
+    with workspace(tmp_path, REVIEWS) as ws:
+        packet = ws.query("How often are records refreshed?", as_of=AS_OF)
+        found = {c.path for c in ws.retrieve("How often are records refreshed?", list(ws.lanes))}
+    assert found == {"aml.md"}  # the lanes alone never see the other side
+    assert packet.abstention_reason == "unresolved_conflict"
+    (conflict,) = packet.conflicts
+    assert conflict.proposition == "record_refresh_years" and conflict.resolution == "unresolved"
+    assert {side.id for side in conflict.evidence} == {"aml#refreshing-records", "handbook#reviews"}
+    assert "handbook#reviews" not in [e.id for e in packet.evidence]  # named in the conflict, never admitted
+
+
 @pytest.mark.parametrize(
     ("query", "named"),
     [

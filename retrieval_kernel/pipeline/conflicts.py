@@ -27,7 +27,7 @@ from .answer_type import (
 )
 from .answerability import Judgement, content_terms
 from .candidates import SUPERSEDED, SUPERSESSION, Candidate, ConflictDraft, Exclusion, Side, effective_status
-from .validity import Standing
+from .validity import Standing, value_key
 
 LEADING_NOTES = 3  # without a judgement, an unresolved conflict touching one of these notes blocks the answer
 
@@ -354,8 +354,3 @@ def _draft(
         winners=tuple(c.id for c in winners),
         losers=tuple(c.id for c in losers),
     )
-
-
-def value_key(value: Any) -> str:
-    """Values compare as text, case and surrounding space ignored (``14`` equals ``"14"``)."""
-    return str(value).strip().lower()

@@ -65,9 +65,9 @@ from .candidates import (
     Selection,
     effective_status,
 )
-from .conflicts import find_conflicts, mark_blocking, mentions, value_key
+from .conflicts import find_conflicts, mark_blocking, mentions
 from .freshness import source_age_days
-from .validity import Observations, Standing, with_successors
+from .validity import Observations, Standing, value_key, with_partners, with_successors
 
 NEAR_DUPLICATE_JACCARD = 0.8  # word-trigram overlap at which two passages say the same thing
 AUTHORITY_TIER = 0.5  # verifying orders by authority the passages answering at least this share of the best
@@ -87,11 +87,15 @@ def select(
     query: str = "",
     observations: Observations | None = None,
     standing: Standing | None = None,
+    stating_passage: Callable[[str, Any], StoredPassage | None] | None = None,
 ) -> Selection:
     """Apply steps 2-6 to in-scope ``candidates`` (fused order) for ``request``.
 
     ``standing`` (each note's standing at ``request.as_of`` over these links, facts and
     observations) may be kept by the caller between queries: it only remembers what it decided.
+    ``stating_passage(path, value)`` gives a note's passage stating a value: with it, a current note
+    asserting another value for a fact a note in play asserts is a conflict's side even when the
+    lanes missed it (it is never admitted as an answer).
 
     ``judgement`` says which candidates answer the question: only those are admitted
     (the others are excluded as ``weak_match``), and an unresolved conflict blocks
@@ -113,7 +117,10 @@ def select(
         else:
             excluded.append(Exclusion(candidate, code, detail))
     in_play |= _set_aside_in_play(candidates, eligible[: max(top, CONFLICT_WINDOW)], judged)
-    conflicts = mark_blocking(find_conflicts(in_play, eligible, excluded, standing), eligible, judged, query)
+    present = {c.path for c in eligible} | {e.candidate.path for e in excluded}
+    partners = with_partners(eligible, present, in_play, standing, stating_passage) if stating_passage else []
+    found = find_conflicts(in_play, [*eligible, *partners], excluded, standing)
+    conflicts = mark_blocking(found, eligible, judged, query)
     blocking = {side.path for conflict in conflicts if conflict.blocking for side in conflict.sides}
     answering = _answering(eligible, judged, blocking)
     answering_ids = {id(c) for c in answering}  # identity: the same candidate objects (dataclass == is deep)

@@ -7,6 +7,7 @@ import datetime as dt
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..corpus.facts import NoteFacts
 from ..corpus.links import Edge, LinkGraph
@@ -111,6 +112,17 @@ class Standing:
         self.facts_of = facts_of
         self.observations = observations or Observations()
         self._cache: dict[str, tuple[str | None, str]] = {}
+        self._asserting: dict[str, tuple[str, ...]] | None = None
+
+    def asserting(self, proposition: str) -> tuple[str, ...]:
+        """The paths of the visible notes that assert ``proposition``, in path order (indexed on first use)."""
+        if self._asserting is None:
+            index: dict[str, list[str]] = {}
+            for path in sorted(self.facts_of):
+                for key in self.facts_of[path].asserts:
+                    index.setdefault(key, []).append(path)
+            self._asserting = {key: tuple(paths) for key, paths in index.items()}
+        return self._asserting.get(proposition, ())
 
     def of(self, path: str) -> tuple[str | None, str]:
         if path not in self._cache:
@@ -188,6 +200,36 @@ class Standing:
         return [edge for edge in edges if self.in_window(edge.new)[0] is None] if effective_only else edges
 
 
+def with_partners(
+    eligible: Sequence[Candidate],
+    present: set[str],
+    in_play: set[str],
+    standing: Standing,
+    stating_passage: Callable[[str, Any], StoredPassage | None],
+) -> list[Candidate]:
+    """For the facts the ``eligible`` notes in play assert, the current notes not ``present`` among the
+    candidates that assert another value.
+
+    A tie is a tie whether or not retrieval found its other side: each partner comes as its passage
+    stating the value (for the conflict only; it is never admitted as an answer).
+    """
+    present = set(present)
+    partners: list[Candidate] = []
+    for candidate in eligible:
+        if candidate.path not in in_play:
+            continue
+        for proposition, value in candidate.facts.asserts.items():
+            for path in standing.asserting(proposition):
+                other = standing.facts_of[path].asserts[proposition]
+                if path in present or standing.of(path)[0] is not None or value_key(other) == value_key(value):
+                    continue
+                stated = stating_passage(path, other)
+                if stated is not None:
+                    present.add(path)
+                    partners.append(Candidate(stated, 0.0, (), (), pulled_in_for=candidate.id))
+    return partners
+
+
 def with_successors(
     candidates: Sequence[Candidate], standing: Standing, lead_passage: Callable[[str], StoredPassage | None]
 ) -> list[Candidate]:
@@ -204,3 +246,8 @@ def with_successors(
                 present.add(heir)
                 out.append(Candidate(lead, 0.0, (), (), pulled_in_for=candidate.id))
     return out
+
+
+def value_key(value: Any) -> str:
+    """Values compare as text, case and surrounding space ignored (``14`` equals ``"14"``)."""
+    return str(value).strip().lower()

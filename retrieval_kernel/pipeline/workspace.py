@@ -47,6 +47,7 @@ from .abstention import (
 from .answerability import POOL_JUDGED, Judge, Judgement, Signals
 from .assembly import assemble, with_live
 from .candidates import DEFAULT_INTENT, SCOPE, Candidate, Request, Selection
+from .conflicts import mentions
 from .eligibility import Eligibility, split_runs
 from .freshness import parse_as_of
 from .fusion import reciprocal_rank_fusion
@@ -344,6 +345,7 @@ class Workspace(Upkeep):
             query,
             view.observations,
             self._standing(view, request.as_of),
+            self._stating_passage(view),
         )
         stages.start("live")
         live = apply_live(selection.admitted, self.live_checks if live_checks is None else tuple(live_checks))
@@ -516,6 +518,18 @@ class Workspace(Upkeep):
             return self.records.passages([chosen.id]).get(chosen.id) if chosen else None
 
         return lead
+
+    def _stating_passage(self, view: ScopeView) -> Callable[[str, Any], StoredPassage | None]:
+        """A visible note's first passage stating a value (else its lead passage): a conflict's side."""
+        lead = self._lead_passage(view)
+
+        def stating(path: str, value: Any) -> StoredPassage | None:
+            if path not in view.facts:
+                return None
+            chosen = next((p for p in self.records.passages_of(path) if mentions(p.text, value)), None)
+            return self.records.passages([chosen.id]).get(chosen.id) if chosen else lead(path)
+
+        return stating
 
     def _keep_trace(
         self,
