@@ -150,26 +150,23 @@ def test_when_the_answer_has_expired_the_packet_says_so_instead_of_a_stand_in(tm
 
 # ---------------------------------------------------------------- conflicts block only what they are about
 
+
+def depot(side: str, days: int, sections: dict[str, str]) -> str:
+    """A depot note asserting its shipping days (the tie the conflict tests read), with more sections."""
+    shipping = {"Shipping": f"Parcels from the {side} depot arrive in {days} days."}
+    return md(
+        f"{side.title()} depot",
+        shipping | sections,
+        id=f"{side}-depot",
+        authority="reference",
+        asserts={"shipping_days": days},
+    )
+
+
 DEPOTS = {
-    "east.md": md(
-        "East depot",
-        {
-            "Shipping": "Parcels from the east depot arrive in 3 days.",
-            "Opening hours": "The east depot is open from 7 am to 3 pm on weekdays.",
-        },
-        id="east-depot",
-        authority="reference",
-        asserts={"shipping_days": 3},
-    ),
-    "west.md": md(
-        "West depot",
-        {
-            "Shipping": "Parcels from the west depot arrive in 5 days.",
-            "Returns address": "Returned parcels go to Unit 4, Harbour Road, not to the depot counter.",
-        },
-        id="west-depot",
-        authority="reference",
-        asserts={"shipping_days": 5},
+    "east.md": depot("east", 3, {"Opening hours": "The east depot is open from 7 am to 3 pm on weekdays."}),
+    "west.md": depot(
+        "west", 5, {"Returns address": "Returned parcels go to Unit 4, Harbour Road, not to the depot counter."}
     ),
 }
 
@@ -192,22 +189,9 @@ def test_a_question_on_a_side_topic_of_a_conflicting_note_is_answered(tmp_path: 
 
 
 BAYS = {
-    "east.md": md(
-        "East depot",
-        {"Shipping": "Parcels from the east depot arrive in 3 days."},
-        id="east-depot",
-        authority="reference",
-        asserts={"shipping_days": 3},
-    ),
-    "west.md": md(
-        "West depot",
-        {
-            "Shipping": "Parcels from the west depot arrive in 5 days.",
-            "Returns": "Returned parcels are left at Bay 3, beside the west depot's loading door.",
-        },
-        id="west-depot",
-        authority="reference",
-        asserts={"shipping_days": 5},
+    "east.md": depot("east", 3, {}),
+    "west.md": depot(
+        "west", 5, {"Returns": "Returned parcels are left at Bay 3, beside the west depot's loading door."}
     ),
 }
 

@@ -118,8 +118,12 @@ class RuleSelector:
         fork = find_fork(chosen, scored, task, self.thresholds.min_keep)
         unanswered = open_questions(query, chosen, scored, weights, self.thresholds)
         records = [_selected(item, new, query) for item, new in kept]
-        lead = dense_leader(by_score(scored), self.thresholds)
-        if records and kept[0][0].score < self.thresholds.min_first and lead is not None:
+        lead = (
+            dense_leader(by_score(scored), self.thresholds)
+            if kept and kept[0][0].score < self.thresholds.min_first
+            else None
+        )
+        if records and lead is not None:  # kept below min_first: pick let the dense lane's leader in
             flag = (
                 f"dense_lead: scores {kept[0][0].score:.2f}, below {self.thresholds.min_first:.2f}, and is kept "
                 f"because the dense lane singles it out (cosine {lead[0]:.2f}, {lead[1]:.2f} above the next record)"

@@ -199,9 +199,10 @@ def _about(conflict: ConflictDraft, judged: Judgement, query: str, admissible: M
     names_whole_key = set(_key_terms(conflict.proposition)) <= query_terms  # "shipping days": the key, unit and all
     if key and key[-1] in query_terms and (best_states_side or names_whole_key or asks_or_names(query, contested)):
         return True
-    texts = [candidate.stored.passage.text for candidate in admissible.values()]
-    if leading_notes[0] in notes and any(names_value(query, side.value, texts) for side in conflict.sides):
-        return True
+    if leading_notes[0] in notes:
+        texts = [candidate.stored.passage.text for candidate in admissible.values()]
+        if any(names_value(query, side.value, texts) for side in conflict.sides):
+            return True
     stating = _stating_passages(conflict, admissible)
     return len(stating) == len(conflict.sides) and set(answering[:2]) == stating  # the two best answers disagree
 
@@ -300,7 +301,7 @@ def names_value(query: str, value: Any, texts: Sequence[str]) -> bool:
     wanted = str(value).strip()
     if not wanted:
         return False
-    for found in re.finditer(rf"(?<![\w.]){re.escape(wanted)}(?![\w])", query, re.IGNORECASE):
+    for found in _whole(wanted).finditer(query):
         before = re.search(r"([A-Za-z][\w'-]*)\s+$", query[: found.start()])
         if before is None or not _names_thing(before.group(1), wanted, texts):
             return True
@@ -316,7 +317,12 @@ def _names_thing(word: str, number: str, texts: Sequence[str]) -> bool:
 def mentions(text: str, value: Any) -> bool:
     """Whether ``text`` holds ``value`` as a whole word or number (case ignored)."""
     wanted = str(value).strip()
-    return bool(wanted) and re.search(rf"(?<![\w.]){re.escape(wanted)}(?![\w])", text, re.IGNORECASE) is not None
+    return bool(wanted) and _whole(wanted).search(text) is not None
+
+
+def _whole(wanted: str) -> re.Pattern[str]:
+    """``wanted`` as a whole word or number, case ignored (not inside "1.5" or "A3")."""
+    return re.compile(rf"(?<![\w.]){re.escape(wanted)}(?![\w])", re.IGNORECASE)
 
 
 def _by_authority(proposition: str, sides: Sequence[Candidate]) -> ConflictDraft:
