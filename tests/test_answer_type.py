@@ -112,6 +112,18 @@ AS_OF = "2026-11-30"
         ("Which bank account does a deposit get paid back into?", None),  # an account, not a bank's name
         ("What's the youngest age for a birthday party?", "age"),
         ("How big is the kiln room in square metres?", "measurement"),
+        # the twenty-second attempt: "who" with an irregular past verb, the names of a group, bank and postal codes,
+        # when a thing becomes available
+        ("Who won the raffle at the open day?", "person"),
+        ("Who brought the trailer back?", "person"),
+        ("Who keeps climbers out of the taped area?", None),  # a present duty: a role may answer
+        ("What are the names of the other trustees?", "person"),
+        ("Who has to sign the form?", None),  # who must: a role may answer, left to the other signals
+        ("What's the IBAN for paying the hall hire?", "identifier"),
+        ("What's the postcode of the depot?", "identifier"),
+        ("Which postcode areas do we deliver to?", "identifier"),
+        ("When will the new timetable be available?", "date"),
+        ("Is the timetable available online?", None),
     ],
 )
 def test_the_asked_type_comes_from_the_question_wording(question: str, kind: str | None) -> None:

@@ -64,6 +64,13 @@ _WHICH_PERSON = (
 )
 _WHO_IS_ON = r"\bwho(?:'s| is| are) (on (?:call|duty|shift)\b)"  # "who's on call tonight?": the holder's name
 _WHO_DID = r"^\s*who \w+ed\b"  # "Who cleared the fallen branch?": the person who did it
+# "Who won the draw?": a past deed with an irregular verb, like "who cleared ..." (a present duty, "who keeps
+# climbers out ...", may be answered by a role, and is left to the other signals)
+_WHO_WON = r"^\s*who (?:won|wrote|took|gave|made|ran|led|chose|brought|sent|got|found|told|paid|left|lost|broke)\b"
+_NAMES_OF = (  # "the names of the other directors": people, by name
+    r"\bnames? of (?:the |our |all the )?(?:other )?(?:[\w-]+ )?"
+    r"(?:directors|trustees|staff|volunteers|members|managers|people|team)\b"
+)
 _NOT_NAMES = (  # capitalised at a sentence's start or in a heading, never a name's part
     "The|A|An|Our|Your|Their|Its|His|Her|This|That|These|Those|Each|Every|All|Any|Some|No|If|When|On|In|At|For|From|To|"
     "By|With|And|Or|But|As|Ask|Call|Ring|See|Email|Contact|Staff|Team|Duty|Manager|Head|Chief|Code|Level|Stage|"
@@ -127,6 +134,8 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         r"\b(?:what|which)(?:'s| is| are| was)? (?:the |our |its |their |a |an )?(?:[\w-]+ ){0,2}(?:registration|reg|"
         r"serial|licen[cs]e|account|reference|ref|order|invoice|job|booking|case|policy|vat|charity|model|part|tracking|"
         r"membership|permit) (?:number|no\.?|code)s?\b|"
+        r"\b(?:what|which)(?:'s| is| are| was)? (?:the |our |its |their |my |your |a |an )?(?:[\w-]+ ){0,2}"
+        r"(?:iban|bic|swift code|sort code|post ?code|zip code|eircode)s?\b|"
         r"\bwhat(?:'s| is| was)? (?:the |our |its |their )?(?:[\w-]+ ){0,2}(?:registration|reg plate|number plate) "
         r"of\b",
         # a code mixing capitals and digits ("FX-2291", "KD19 BXL", "CHY 20419"), or a long run of digits
@@ -175,7 +184,17 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
     _type(
         "person",
         "a person's name",
-        _WHO_IS + r"|\bwhat(?:'s| is) the name of\b|" + _WHICH_PERSON + r"|" + _WHO_IS_ON + r"|" + _WHO_DID,
+        _WHO_IS
+        + r"|\bwhat(?:'s| is) the name of\b|"
+        + _WHICH_PERSON
+        + r"|"
+        + _WHO_IS_ON
+        + r"|"
+        + _WHO_DID
+        + r"|"
+        + _WHO_WON
+        + r"|"
+        + _NAMES_OF,
         _NAME,
     ),
     _type(
@@ -221,7 +240,7 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         "date",
         "a date",
         r"\bwhat date\b|\bwhich date\b|\bwhat year\b|\bwhich year\b|\bwhich month\b|\bwhat month\b|"
-        r"\bwhen (?:is|was|will|are|were) .*\b(?:due|deadline|expire|renew|open|launch)|"
+        r"\bwhen (?:is|was|will|are|were) .*\b(?:due|deadline|expire|renew|open|launch|available)|"
         r"\bwhen (?:does|did|will|do|is|was) [^?]*\b(?:end|expire|run out|last (?:replac|servic|check|renew|"
         r"updat|inspect|test|calibrat|clean|repair)\w*)\b|\bwhen was [^?]*\blast\b|"
         r"\bwhen (?:do|does|did|will) [^?]*\b(?:go(?:es)? live|launch|come into force|take effect)\b",

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from ..projections.lexical import LexicalProjection, analyze
 from ..store.records import StoredPassage
 from .answer_type import AnswerType, PassageText, asked_type, question_parts, unstated, value_sentences
+from .echo import only_asks
 from .lanes import LaneRun
 from .periods import asked_day, asked_week, asks_next, gives_coming_date, names_day, names_week
 from .undecided import says_undecided
@@ -185,6 +186,7 @@ class Judgement:
     unmatched_day: tuple[int, int] | None = None  # the (month, day) asked about that no leading passage names
     unscheduled: bool = False  # it asks when the next one is, and no leading passage gives a coming date
     undecided: bool = False  # the passage answering best says what is asked is not decided yet
+    echoed: bool = False  # the leading passages ask the question (a chat, an open point) and none answers it
 
     @classmethod
     def unjudged(cls) -> Judgement:
@@ -198,7 +200,7 @@ class Judgement:
     @property
     def overruled(self) -> bool:
         """Whether a confident judgement was overruled: by what the leading passages lack (a value, a week,
-        a coming date) or by the best one saying the thing is not decided yet."""
+        a coming date), by the best one saying the thing is not decided yet, or by their only asking it."""
         return self.confidence >= self.threshold and self._lacking
 
     @property
@@ -215,6 +217,7 @@ class Judgement:
             or self.unmatched_day is not None
             or self.unscheduled
             or self.undecided
+            or self.echoed
         )
 
     def why_not(self) -> str:
@@ -238,6 +241,11 @@ class Judgement:
         if self.undecided and self.confidence >= self.threshold:
             return (
                 "the passage answering best says what is asked is not decided yet "
+                f"(confidence {self.confidence:.2f} otherwise)"
+            )
+        if self.echoed and self.confidence >= self.threshold:
+            return (
+                "the leading passages ask this question and none answers it "
                 f"(confidence {self.confidence:.2f} otherwise)"
             )
         if self.unstated is not None and self.confidence >= self.threshold:
@@ -347,6 +355,8 @@ class Judge:
         undecided = best is not None and says_undecided(
             best.stored.passage.text, set(content_terms(query)), asked_type(query) if single else None
         )
+        idf, _ = self._idf(content_terms(query), unseen)
+        echoed = only_asks(query, idf, [c.stored.passage.text for c in ranked[:TYPED_LEADING]])
         return Judgement(
             confidence,
             pair.question.threshold,
@@ -361,6 +371,7 @@ class Judge:
             unmatched_day=day,
             unscheduled=unscheduled,
             undecided=undecided,
+            echoed=echoed,
         )
 
     def unscheduled(self, query: str, leading: Sequence[Candidate], as_of: dt.date, unseen: Unseen | None) -> bool:
