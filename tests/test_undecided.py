@@ -24,6 +24,8 @@ AS_OF = "2027-03-01"
         ("The panto title is still open.", True),
         ("Whether to buy new buses was left open until the grant decision.", True),
         ("Opening night TBC.", True),
+        ("The destination of the summer tour will be decided at the April meeting.", True),
+        ("Bookings will be confirmed by email within 2 days.", False),  # a rule about every booking
         ("A gate left open is reported to the section head at once.", False),  # an event, not a decision
         ("Swaps between nurses are never arranged privately.", False),  # a rule
         ("Legal has not confirmed that the extension applies to packs.", False),  # a claim in dispute

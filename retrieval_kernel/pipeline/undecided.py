@@ -23,6 +23,9 @@ UNDECIDED = re.compile(
     # "the date was not agreed"; not "has not confirmed that ..." (a claim) nor "never arranged privately" (a rule)
     rf"\bnot\s+(?:yet\s+)?(?:been\s+)?{_DECIDED}\b(?!\s+that\b)|"
     rf"\b(?:to be|yet to be|still to be)\s+{_DECIDED}\b|"  # "the start date is to be confirmed"
+    # "the destination will be decided at the April meeting" (not "bookings will be confirmed by email": a rule)
+    r"\bwill (?:only )?be (?:decided|agreed|chosen|settled|finali[sz]ed|announced|picked|selected)\s+"
+    r"(?:at|in|by|after|when|once|later|next)\b|"
     rf"\bno\s+(?:[\w-]+,?\s+){{0,7}}(?:was|were|has been|have been|is|are)\s+(?:yet\s+)?{_DECIDED}\b|"
     r"\bleft open\s+(?:until|pending|for now|for later)\b|\bstill open\s*(?:[.;]|$)|"  # "the title is still open."
     r"\b(?:tbc|tbd|tba|undecided)\b",
