@@ -167,7 +167,10 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         r"\bwhat(?:'s| is| are)\s+(?:the\s+|our\s+)?(?:[\w-]+\s+){0,3}(?:password|passcode|passphrase|door code|"
         r"access code|gate code|alarm code|keypad code|lock code|padlock code|safe code|key ?safe code|lock ?box code|"
         r"combination|pin)\b|"
-        r"\b(?:password|passcode|door code|access code) (?:for|to|of)\b(?!.*\breset\b)",
+        r"\b(?:password|passcode|door code|access code) (?:for|to|of)\b(?!.*\breset\b)|"
+        # "what's the code for the key safe?": a code that opens something
+        r"\bwhat(?:'s| is| are)\s+(?:the\s+|our\s+)?codes? (?:for|to|of|on) (?:the |our )?(?:[\w-]+ ){0,2}"
+        r"(?:key ?safe|safe|door|gate|padlock|lock ?box|lock|alarm|keypad|locker|cupboard|store|shed|cabinet)s?\b",
         r"\b(?:password|passcode|passphrase|code|pin)\s*(?:is|:|=)\s*(?:[\"'\u201c\u2018][^\"'\u201d\u2019]{3,}"
         r"|[A-Za-z]*\d[\w!@#$%^&*-]*)",
     ),
@@ -225,7 +228,7 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         "a time of day",
         r"(?<!within )\bwhat times?\b(?!.*\b(?:before|after|ahead|prior)\b)|\bat what (?:times?|hours?)\b|"
         r"\bwhat hour\b|"
-        r"\bopening hours\b|\bwhen does .* (?:open|close|start|run|begin|finish)\b",
+        r"\bopening hours\b|\bwhen does .* (?:open|close|run|finish)\b",
         rf"\b\d{{1,2}}(?::|\.)\d{{2}}\b|\b\d{{1,2}}\s?(?:am|pm|a\.m\.|p\.m\.)\b|\bnoon\b|\bmidnight\b|"
         rf"\b\d{{4}}\s?(?:hrs|h)\b|\bo'clock\b|\b{_NUMBER}\s+(?:minutes?|mins?|hours?|hrs?)\s+"
         r"(?:before|after|ahead|prior|from)\b",
@@ -251,7 +254,9 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
     _type(
         "occasion",
         "when it next happens",
-        r"\bwhen(?:'s| is| are| will| do| does)\b[^?]*\bnext\b",
+        r"\bwhen(?:'s| is| are| will| do| does)\b[^?]*\bnext\b|"
+        # "when does the new course start?": a date ("8 September") or a time ("at 18:00") answers
+        r"\bwhen (?:does|do|will|did) [^?]*\b(?:start|begin)s?\b",
         _STATED_DATE
         + rf"|\b{_WEEKDAY}\b|\b\d{{1,2}}(?::|\.)\d{{2}}\b|\b(?:every|each|once a|twice a)\b|\b(?:daily|weekly|"
         r"monthly|quarterly|annually|yearly|fortnightly)\b|\b(?:today|tomorrow|tonight)\b|\bnext (?:week|month|year)\b",
@@ -407,7 +412,7 @@ _ENDS_ROLE = frozenset(
     re.findall(
         r"\S+",
         "and or at for in on as by to from with under over about who that which this today tonight tomorrow now "
-        "currently covering week weekend year month please if when these nowadays lately right",
+        "currently covering week weekend year month please if when these nowadays lately right here there",
     )
 )
 _NOT_ROLE_WORDS = frozenset(analyze("our my your their his her its person member staff colleague"))
@@ -467,8 +472,13 @@ def priced_thing(question: str) -> frozenset[str]:
     for pattern in _PRICED:
         found = pattern.search(question)
         if found:
-            return frozenset(analyze(found.group(1))) - _NOT_PRICED - TYPE_WORDS
+            terms = frozenset(_UNABBREVIATED.get(term, term) for term in analyze(found.group(1)))
+            return terms - _NOT_PRICED - TYPE_WORDS
     return frozenset()
+
+
+# "a 30 min lesson" is priced as "a 30 minute lesson" is: an abbreviated unit, as the notes spell it out
+_UNABBREVIATED = {"min": "minut", "hr": "hour", "sec": "second", "wk": "week", "yr": "year"}
 
 
 def prices(text: str, context: Set[str], thing: Set[str]) -> bool:
@@ -563,7 +573,7 @@ ANSWERED_BY: dict[str, frozenset[str]] = {  # asked type -> the value kinds that
     "duration": frozenset({"duration", "hours", "number"}),
     "clock": frozenset({"clock", "hours"}),  # "opening_hour: 9" reads as hours; an interval in weeks never as a time
     "date": frozenset({"date"}),
-    "occasion": frozenset({"date", "clock"}),
+    "occasion": frozenset({"date", "clock", "hours"}),
     "identifier": frozenset({"number"}),
     "age": frozenset({"number", "duration"}),
     "measurement": frozenset({"measurement", "number"}),
