@@ -23,6 +23,7 @@ from retrieval_kernel.pipeline.answerability import (
     Judgement,
     content_terms,
     load_models,
+    stating_candidates,
 )
 from retrieval_kernel.pipeline.candidates import ConflictDraft, Side
 from retrieval_kernel.pipeline.conflicts import mark_blocking, names_value
@@ -563,3 +564,16 @@ def test_a_word_only_in_a_heading_is_not_unknown_to_the_notes(tmp_path: Path) ->
         assert signals.unknown == 0.0
         (_, signals), *_ = ws.signals("What about the partner API protocol?")
         assert signals.unknown > 0.5  # "protocol" is in no note, and rarer than what every passage holds
+
+
+def test_a_typed_check_also_reads_past_the_passages_an_identifier_named() -> None:
+    """A question naming Fellpage ("how many people are available on Fellpage right now?") gets the Fellpage
+    how-to's three sections first; the count is in the duty log behind them, so the check reads that far too."""
+    ranked = [
+        SimpleNamespace(id=pid) for pid in ("howto#a", "howto#b", "howto#c", "log#available", "faq#x", "x#y", "z#z")
+    ]
+    named = {"howto#a", "howto#b", "howto#c"}
+    read = [c.id for c in stating_candidates(ranked, named)]  # type: ignore[arg-type]
+    assert read == ["howto#a", "howto#b", "howto#c", "log#available"]
+    assert [c.id for c in stating_candidates(ranked, set())] == ["howto#a", "howto#b", "howto#c"]  # type: ignore[arg-type]
+    assert [c.id for c in stating_candidates(ranked, {"z#z"})] == ["howto#a", "howto#b", "howto#c"]  # type: ignore[arg-type]

@@ -13,8 +13,6 @@ CHAT = (
     "Rita Doyle (19:02): Who has the key for the scout hall for the jumble sale? I thought it was left at the shop.\n\n"
     "Sean Farrell (19:15): Is the quiz night on the 2nd or the 9th of December?"
 )
-
-
 QUESTION = "Who has the key to the scout hall for the jumble sale?"
 
 
@@ -52,7 +50,7 @@ def test_a_packet_abstains_when_the_notes_only_ask_the_question(tmp_path: Path) 
         {"Where and when": "The jumble sale is held in the scout hall on the first Saturday of December."},
     )
     with workspace(tmp_path, {"chat.md": chat, "jumble-sale.md": fair}) as ws:
-        asked = ws.query("Who has the key to the scout hall for the jumble sale?", as_of=AS_OF)
+        asked = ws.query(QUESTION, as_of=AS_OF)
         answered = ws.query("Where is the jumble sale held?", as_of=AS_OF)
     assert asked.abstained, asked.to_json()
     assert asked.abstention_reason == "below_threshold"
