@@ -36,7 +36,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..projections.lexical import LexicalProjection, analyze
+from ..projections.lexical import LexicalProjection, analyze, term_set
 from ..store.records import StoredPassage
 from .answer_type import AnswerType, PassageText, asked_type, question_parts, unstated, value_sentences
 from .echo import only_asks
@@ -529,7 +529,7 @@ def stating_candidates(ranked: Sequence[Candidate], named: Set[str]) -> list[Can
     leading = list(ranked[:TYPED_LEADING])
     if not any(c.id in named for c in leading):
         return leading
-    return leading + [c for c in ranked if c.id not in named and c not in leading][:1]
+    return leading + [c for c in ranked[TYPED_LEADING:] if c.id not in named][:1]
 
 
 def _ran(runs: Mapping[str, LaneRun]) -> list[LaneRun]:
@@ -540,7 +540,7 @@ def _ran(runs: Mapping[str, LaneRun]) -> list[LaneRun]:
 def _words(stored: StoredPassage) -> frozenset[str]:
     """The terms a passage offers: its text, its heading path and its note's name."""
     passage = stored.passage
-    return _terms_of(" ".join([passage.text, *passage.heading_path, passage.module.replace("-", " ")]))
+    return term_set(" ".join([passage.text, *passage.heading_path, passage.module.replace("-", " ")]))
 
 
 def _identity_texts(stored: StoredPassage) -> tuple[str, ...]:
@@ -557,7 +557,7 @@ def _title(stored: StoredPassage) -> str:
 def _context_words(stored: StoredPassage) -> frozenset[str]:
     """The terms of a passage's heading path and its note's name."""
     passage = stored.passage
-    return _terms_of(" ".join([*passage.heading_path, passage.module.replace("-", " ")]))
+    return term_set(" ".join([*passage.heading_path, passage.module.replace("-", " ")]))
 
 
 def _intro(stored: StoredPassage, outlines: Mapping[str, Sequence[tuple[str, ...]]]) -> float:
@@ -570,12 +570,7 @@ def _intro(stored: StoredPassage, outlines: Mapping[str, Sequence[tuple[str, ...
 
 def _module_words(module: str) -> frozenset[str]:
     """The terms of a note's name (the one part of :func:`_words` the lexical index does not hold)."""
-    return _terms_of(module.replace("-", " "))
-
-
-@lru_cache(maxsize=8192)  # the same passages come back query after query: analyse each once
-def _terms_of(text: str) -> frozenset[str]:
-    return frozenset(analyze(text))
+    return term_set(module.replace("-", " "))
 
 
 def _share(idf: Mapping[str, float], words: Set[str]) -> float:

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
 
-from ..projections.lexical import analyze
+from ..projections.lexical import term_set
 
 ASKING_SHARE = 0.6  # the asking sentence holds at least this idf-weighted share of the question's words
 STATEMENT_GAP = 0.2  # and every statement holds at least this much less
@@ -38,7 +37,7 @@ def only_asks(question: str, idf: Mapping[str, float], texts: Sequence[str]) -> 
             lines = [line for line in paragraph.splitlines() if line.strip() and not _FAQ_QUESTION.match(line)]
             sentences = [sentence for line in lines for sentence in _SENTENCE.split(line) if sentence.strip()]
             for at, sentence in enumerate(sentences):
-                words = _terms(sentence)
+                words = term_set(sentence)
                 share = sum(weight for term, weight in idf.items() if term in words) / mass
                 if not sentence.rstrip().endswith("?"):
                     stating = max(stating, share)
@@ -49,9 +48,4 @@ def only_asks(question: str, idf: Mapping[str, float], texts: Sequence[str]) -> 
 
 def _answered_next(following: Sequence[str], idf: Mapping[str, float]) -> bool:
     """Whether the sentence after a question is a statement holding one of the question's words (an answer)."""
-    return any(not sentence.rstrip().endswith("?") and idf.keys() & _terms(sentence) for sentence in following)
-
-
-@lru_cache(maxsize=8192)  # the leading passages come back question after question
-def _terms(sentence: str) -> frozenset[str]:
-    return frozenset(analyze(sentence))
+    return any(not sentence.rstrip().endswith("?") and idf.keys() & term_set(sentence) for sentence in following)

@@ -16,6 +16,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +109,12 @@ def index_counts(text: str) -> Counter[str]:
 def analyze(text: str, analyzer: Analyzer | None = None) -> list[str]:
     """The distinct index terms of ``text``, in order of first appearance."""
     return list(term_words(text, analyzer))
+
+
+@lru_cache(maxsize=16384)  # passages and their sentences come back query after query: analyse each once
+def term_set(text: str) -> frozenset[str]:
+    """The distinct index terms of ``text`` (the shared analyzer), as a set."""
+    return frozenset(analyze(text))
 
 
 _SHARED_ANALYZER = make_analyzer()  # one analyzer, so its stem cache lasts across calls
