@@ -16,6 +16,7 @@ from retrieval_kernel.pipeline.answer_type import (
     asked_dimension,
     asked_holder,
     asked_kind,
+    asked_rate,
     asked_role,
     asked_type,
     asks_for_no_value,
@@ -129,6 +130,11 @@ AS_OF = "2026-11-30"
         ("When does the evening class begin?", "occasion"),
         ("What's the code for the key safe?", "password"),  # a code that opens something
         ("What's the code for a late arrival in the register?", None),  # a register's code, not an access code
+        # the twenty-fourth attempt: a firm named by its trade, the age of a thing
+        ("Which pharmacy do we send out of date drugs back to?", "organisation"),
+        ("Which pub is nearest the depot?", "organisation"),
+        ("How old is Moss the search dog?", "age"),
+        ("How old do you have to be to volunteer?", "age"),
     ],
 )
 def test_the_asked_type_comes_from_the_question_wording(question: str, kind: str | None) -> None:
@@ -256,6 +262,12 @@ def test_the_same_packet_answers_once_the_note_states_the_time(tmp_path: Path) -
         ("How many people fit in a gondola cabin?", None),  # generic: notes count people under other names
         ("How many staff members are on shift?", None),
         ("What time does it open?", None),
+        # the twenty-fourth attempt: the counted words end at a verb or a time word
+        ("How many hacks went out last week?", "hack"),
+        ("How many students signed in today?", "student"),
+        ("How many printed programmes do we need?", "programm"),  # a first word ending in -ed is no verb
+        ("How many lifeguards check the pool bottom at closing?", "lifeguard"),  # a verb before "the"
+        ("How many texts a minute can the system send?", "text"),
     ],
 )
 def test_the_counted_thing_is_the_words_after_how_many(question: str, thing: str | None) -> None:
@@ -277,6 +289,26 @@ def test_the_counted_thing_is_the_words_after_how_many(question: str, thing: str
 )
 def test_a_count_puts_a_number_on_the_thing(text: str, term: str, counted: bool) -> None:
     assert counts(text, term) is counted
+
+
+def test_a_rate_asked_is_answered_by_a_number_per_that_unit_in_a_sentence_naming_the_thing() -> None:
+    question = "How many texts a minute can Yardtext send?"
+    assert asked_rate(question) == "minute"
+    stated = _read("Yardtext sends text messages at up to 20 a minute.", "Systems")
+    assert unstated(question, _idf(question), [stated]) is None
+    other_unit = _read("Yardtext sends text messages, up to 900 a day.", "Systems")
+    assert unstated(question, _idf(question), [other_unit]) is not None  # a rate, per another unit
+    assert asked_rate("How many texts did we send last week?") is None  # a count, not a rate
+
+
+def test_the_age_of_a_thing_is_stated_as_years_old_or_when_it_was_born_or_built() -> None:
+    question = "How old is Moss the search dog?"
+    named = _read("Moss the search dog works with her handler on every callout.", "The team dog")
+    assert unstated(question, _idf(question), [named]) is not None
+    aged = _read("Moss the search dog is a six-year-old collie.", "The team dog")
+    assert unstated(question, _idf(question), [aged]) is None
+    born = _read("Moss the search dog was born in March 2029.", "The team dog")
+    assert unstated(question, _idf(question), [born]) is None
 
 
 def test_a_count_of_something_the_notes_name_but_never_count_is_unstated() -> None:

@@ -179,7 +179,8 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         "a company's name",
         r"\b(?:which|what) (?:[\w-]+ )?(?:company|companies|firm|firms|contractor|contractors|supplier|suppliers|"
         r"vendor|vendors|provider|providers|collector|haulier|installer|caterers?|merchants?|insurers?|agency|"
-        r"agencies|printers?|couriers?|accountants?|auditors?|solicitors?|brokers?|"
+        r"agencies|printers?|couriers?|accountants?|auditors?|solicitors?|brokers?|pharmac(?:y|ies)|chemists?|pubs?|"
+        r"garages?|hotels?|dentists?|breweries|brewery|builders?|electricians?|plumbers?|laundr(?:y|ies)|"
         r"banks?(?! (?:holidays?|accounts?|details|transfers?|cards?|statements?)\b))\b|"  # a bank, not its account
         r"\bwho (?:supplies|provides|insures|delivers)\b",
         _ORGANISATION_NAME,
@@ -203,9 +204,12 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
     _type(
         "age",
         "an age",
-        r"\bhow old (?:do|does|must|should|would)\b|\bwhat age\b|\bminimum age\b|\bmin age\b|\bage limit\b|"
-        r"\bage restriction\b|\bold enough\b|\b(?:youngest|oldest|lowest|highest) age\b|\bhow young\b",
+        r"\bhow old (?:do|does|must|should|would)\b|\bhow old (?:is|was) (?-i:[A-Z][a-z]+\b)|"  # "how old is Moss"
+        r"\bwhat age\b|\bminimum age\b|\bmin age\b|"
+        r"\bage limit\b|\bage restriction\b|\bold enough\b|\b(?:youngest|oldest|lowest|highest) age\b|\bhow young\b",
         r"\b\d{1,2}\s*(?:years?|yrs?)\b|\baged?\s*(?:\d|under|over|between)|"
+        r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)[- ]years?[- ]old\b|\bborn\b|"
+        r"\b(?:built|bought|founded|opened|made|established|installed|planted)\b[^.]{0,30}?\b(?:19|20)\d\d\b|"
         r"\b(?:over|under|below|above)\s*(?:the age of\s*)?\d{1,2}\b|"
         r"\b\d{1,2}\s*(?:\+|and (?:over|above|under|older|younger)|or (?:over|older|under|younger))|"
         r"\b(?:twelve|fourteen|fifteen|sixteen|seventeen|eighteen|twenty-one)\b",
@@ -305,16 +309,20 @@ TYPE_WORDS = frozenset(
 STATED_SHARE = 0.2  # a stating sentence (with its heading) holds this much of what its passage holds of the question
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
 
-# "How many snow leopards ...": the counted thing is the words after "how many" up to the verb.
+# "How many snow leopards ...": the counted thing is the words after "how many" up to the verb
+# ("how many hacks went out last week": hacks), a time word or a number.
 _HOW_MANY = re.compile(r"\bhow many ([\w'-]+(?: [\w'-]+){0,3})", re.IGNORECASE)
 _ENDS_COUNTED = frozenset(
     re.findall(
         r"\S+",
         "do does did are is was were can could should would will may might must have has had we you they there "
         "of in on at for per to go get need a an the our your their it this that under over aged with from by who "
-        "which",
+        "which went came got took left sold made gave ran fell gone come been so far already still now today tonight "
+        "yesterday last next through",
     )
 )
+_DETERMINERS = frozenset({"the", "our", "your", "their", "my", "its", "his", "her"})
+_PAST_VERB = re.compile(r"^[a-z]{2,}[^e]ed$")  # "signed", "arrived", "booked" end the counted words ("speed" does not)
 GENERIC_COUNTED = frozenset(analyze("people persons person staff members things items units times ones"))
 _TOKEN = re.compile(r"[\w'+-]+|[:=%°]")
 _IS_NUMBER = re.compile(rf"^(?:{_NUMBER}|\d[\d,.]*)$", re.IGNORECASE)
@@ -394,7 +402,11 @@ def counted_thing(question: str) -> str | None:
         return None
     words: list[str] = []
     for word in found.group(1).split():
-        if word.lower() in _ENDS_COUNTED or _IS_NUMBER.match(word):  # "children under 12": children
+        lower = word.lower()
+        verb = words and _PAST_VERB.match(lower)  # "hacks went out", "printed programmes": a first word is not one
+        if lower in _ENDS_COUNTED or verb or _IS_NUMBER.match(word):  # "children under 12": children
+            if lower in _DETERMINERS and len(words) > 1:
+                words.pop()  # "lifeguards check the pool": the word before "the" is a verb
             break
         words.append(word)
     terms = [term for word in words for term in analyze(word)]
@@ -527,6 +539,29 @@ def names_role(text: str, context: Set[str], role: Set[str]) -> bool:
     for sentence in _SENTENCE_END.split(text):
         names = [set(analyze(name)) for name in person.states.findall(sentence) if not _ORGANISATION.search(name)]
         if any(name - role for name in names) and role <= context | set(analyze(sentence)):
+            return True
+    return False
+
+
+_RATE_ASKED = re.compile(
+    r"\bhow many [\w'-]+(?: [\w'-]+){0,2}? (?:a|an|per|each|every) (second|minute|hour|day|week|month|year)\b",
+    re.IGNORECASE,
+)
+# "20 a minute", "500 messages an hour": a number, at most two words, then per the unit
+_STATED_RATE = r"\b(?:\d[\d,.]*|{number})(?:\s+[\w-]+){{0,2}}\s+(?:a|an|per|each|every)\s+{unit}s?\b"
+
+
+def asked_rate(question: str) -> str | None:
+    """The time unit of a rate a "how many" question asks ("how many texts a minute": ``minute``)."""
+    found = _RATE_ASKED.search(question)
+    return found.group(1).lower() if found else None
+
+
+def counts_rate(text: str, term: str, unit: str) -> bool:
+    """Whether a sentence of ``text`` holding ``term`` states a number per ``unit`` ("texts at up to 20 a minute")."""
+    stated = re.compile(_STATED_RATE.format(number=_NUMBER, unit=unit), re.IGNORECASE)
+    for sentence in _SENTENCE_END.split(text):
+        if stated.search(sentence) and any(_same_stem(term, word) for word in analyze(sentence)):
             return True
     return False
 
@@ -752,10 +787,12 @@ def unstated(question: str, idf: Mapping[str, float], leading: Sequence[PassageT
     if not stating:
         return kind
     counted = counted_thing(question) if kind.name == "count" else None
+    rate = asked_rate(question) if counted else None
     if (
         counted
         and any(holds_stem(p.holds, counted) for p in leading)
         and not any(counts(p.text, counted) for p in stating)
+        and not (rate and any(counts_rate(p.text, counted, rate) for p in stating))
     ):
         return kind  # the notes name what is counted and never put a number on it
     priced = priced_thing(question) if kind.name == "money" else None
