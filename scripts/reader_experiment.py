@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from calibrate_answerability import scored  # scripts/ is on sys.path when a script runs
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 
@@ -68,8 +69,7 @@ class Seen:
 
 def scored_suites() -> list[str]:
     """Every policy suite with a receipt (scored once, development data since), by number."""
-    names = [folder.name for folder in FIXTURES.glob("policy*") if any((folder / "receipts").glob("*.json"))]
-    return sorted(names, key=lambda name: int(name.removeprefix("policy-holdout") or 1) if "-" in name else 0)
+    return ["policy", *scored("policy-holdout")]
 
 
 def collect(suites: Sequence[str]) -> list[Seen]:
@@ -136,8 +136,11 @@ def vector_head(train: Sequence[Seen], test: Sequence[Seen]) -> np.ndarray:
 
     embedder = load_embedder()
     everyone = [*train, *test]
-    texts = sorted({s.question for s in everyone} | {s.leading[0][1] for s in everyone})
-    texts = sorted(set(texts) | {sentence for s in everyone for sentence in _sentences(s)})
+    texts = sorted(
+        {s.question for s in everyone}
+        | {s.leading[0][1] for s in everyone}
+        | {sentence for s in everyone for sentence in _sentences(s)}
+    )
     vectors = dict(zip(texts, embedder.embed(texts), strict=True))
 
     def features(s: Seen) -> np.ndarray:
@@ -181,10 +184,7 @@ def cross_encoder(train: Sequence[Seen], test: Sequence[Seen], epochs: int) -> n
         random.shuffle(pairs)
         for step in range(per_epoch):
             batch = pairs[step * BATCH : (step + 1) * BATCH]
-            encoded = tokenizer(
-                [p[0] for p in batch], [p[1] for p in batch], truncation="only_second", max_length=MAX_TOKENS,
-                padding=True, return_tensors="pt",
-            )  # fmt: skip
+            encoded = _encode(tokenizer, batch)
             logits = model(**encoded).logits.squeeze(-1)
             loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, torch.tensor([p[2] for p in batch]))
             loss.backward()
@@ -199,12 +199,17 @@ def cross_encoder(train: Sequence[Seen], test: Sequence[Seen], epochs: int) -> n
     with torch.no_grad():
         for start in range(0, len(test_pairs), 32):
             batch = test_pairs[start : start + 32]
-            encoded = tokenizer(
-                [p[0] for p in batch], [p[1] for p in batch], truncation="only_second", max_length=MAX_TOKENS,
-                padding=True, return_tensors="pt",
-            )  # fmt: skip
+            encoded = _encode(tokenizer, batch)
             scores.extend(torch.sigmoid(model(**encoded).logits.squeeze(-1)).tolist())
     return np.asarray(scores)
+
+
+def _encode(tokenizer: Any, batch: Sequence[tuple[str, str, float]]) -> Any:
+    """Question and passage read together, cut to ``MAX_TOKENS`` from the passage's end."""
+    return tokenizer(
+        [p[0] for p in batch], [p[1] for p in batch], truncation="only_second", max_length=MAX_TOKENS,
+        padding=True, return_tensors="pt",
+    )  # fmt: skip
 
 
 def vetoes(answerable: np.ndarray, answered: np.ndarray, probability: np.ndarray) -> list[dict[str, Any]]:

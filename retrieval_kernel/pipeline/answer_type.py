@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 
-from ..projections.lexical import analyze
+from ..projections.lexical import analyze, term_set
 
 _NUMBER_WORDS = (
     "one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|"
@@ -561,7 +561,7 @@ def counts_rate(text: str, term: str, unit: str) -> bool:
     """Whether a sentence of ``text`` holding ``term`` states a number per ``unit`` ("texts at up to 20 a minute")."""
     stated = re.compile(_STATED_RATE.format(number=_NUMBER, unit=unit), re.IGNORECASE)
     for sentence in _SENTENCE_END.split(text):
-        if stated.search(sentence) and any(_same_stem(term, word) for word in analyze(sentence)):
+        if stated.search(sentence) and holds_stem(term_set(sentence), term):
             return True
     return False
 
