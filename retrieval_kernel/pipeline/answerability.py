@@ -48,10 +48,8 @@ if TYPE_CHECKING:
     from .candidates import Candidate
 
 MODEL_FILE = Path(__file__).with_name("answerability.json")
-BLEND_FILE = Path(__file__).with_name("answer_reader.json")  # the reader's weight, by scripts/calibrate_reader.py
 JUDGED = 10  # leading candidates read by the question model
 POOL_JUDGED = 50  # candidates given a passage probability (the lanes' whole pool)
-READ_LEADING = 3  # leading candidates the answer reader reads (as many as it was trained on)
 TYPED_LEADING = 3  # leading candidates of which one must state the value a question asks for (a time, a price)
 OUT_OF_REACH = 0.5  # usable evidence answering under half as well as evidence the caller may not use: abstain
 # A typed question whose closest value-stating sentence (with its heading path) is less similar than this
@@ -149,38 +147,11 @@ class ModelPair:
 
 
 @dataclass(frozen=True)
-class Blend:
-    """The question model's confidence and the answer reader's best probability, weighed together
-    (logistic on both log-odds): the confidence a hybrid judgement has when the reader has read."""
-
-    judge_weight: float
-    reader_weight: float
-    bias: float
-    threshold: float
-
-    def confidence(self, judged: float, read: float) -> float:
-        z = self.bias + self.judge_weight * _logit(judged) + self.reader_weight * _logit(read)
-        return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Blend:
-        return cls(float(data["judge_weight"]), float(data["reader_weight"]), float(data["bias"]),
-                   float(data["threshold"]))  # fmt: skip
-
-
-def _logit(probability: float) -> float:
-    clipped = min(max(probability, 1e-4), 1.0 - 1e-4)
-    return math.log(clipped / (1.0 - clipped))
-
-
-@dataclass(frozen=True)
 class Models:
-    """The pair fitted with the dense lane, the pair for lexical-only workspaces, and (if fitted) how the
-    answer reader's probability is weighed with the hybrid question model's confidence."""
+    """The pair fitted with the dense lane, and the pair for lexical-only workspaces."""
 
     hybrid: ModelPair
     lexical: ModelPair
-    reader: Blend | None = None
 
     def for_runs(self, runs: Mapping[str, LaneRun]) -> ModelPair:
         dense = runs.get("dense")
@@ -188,16 +159,13 @@ class Models:
 
 
 @lru_cache(maxsize=4)
-def load_models(path: Path = MODEL_FILE, blend_path: Path = BLEND_FILE) -> Models:
+def load_models(path: Path = MODEL_FILE) -> Models:
     data = json.loads(path.read_text(encoding="utf-8"))
     pairs = {
         name: ModelPair(Model.from_dict(data[name]["question"]), Model.from_dict(data[name]["passage"]))
         for name in ("hybrid", "lexical")
     }
-    blend = None
-    if blend_path.is_file():
-        blend = Blend.from_dict(json.loads(blend_path.read_text(encoding="utf-8"))["blend"])
-    return Models(pairs["hybrid"], pairs["lexical"], blend)
+    return Models(pairs["hybrid"], pairs["lexical"])
 
 
 @dataclass(frozen=True)
@@ -219,8 +187,6 @@ class Judgement:
     unscheduled: bool = False  # it asks when the next one is, and no leading passage gives a coming date
     undecided: bool = False  # the passage answering best says what is asked is not decided yet
     echoed: bool = False  # the leading passages ask the question (a chat, an open point) and none answers it
-    read: float | None = None  # the answer reader's best probability over the leading passages, if it read
-    judged_confidence: float | None = None  # the question model's confidence before the reader's was weighed in
 
     @classmethod
     def unjudged(cls) -> Judgement:
@@ -292,11 +258,6 @@ class Judgement:
                 f"the question asks for {self.unstated.label} and none of the leading passages states one "
                 f"about it (confidence {self.confidence:.2f} otherwise{closest})"
             )
-        if self.read is not None:
-            return (
-                f"nothing found answers the question (confidence {self.confidence:.2f}: the question model "
-                f"{self.judged_confidence:.2f}, the answer reader at most {self.read:.2f})"
-            )
         return f"nothing found answers the question (confidence {self.confidence:.2f})"
 
     @property
@@ -348,13 +309,11 @@ class Judge:
         outlines: Callable[[Sequence[str]], Mapping[str, Sequence[tuple[str, ...]]]],
         models: Models | None = None,
         similarity: Callable[[str, Sequence[str]], Sequence[float]] | None = None,
-        reader: Callable[[str, Sequence[StoredPassage]], Sequence[float] | None] | None = None,
     ) -> None:
         self.lexical = lexical
         self.outlines = outlines  # the heading paths of the passages of each note at the paths given
         self._models = models
         self.similarity = similarity  # cosine of the question to each text (the dense lane's model), if any
-        self.reader = reader  # each passage's probability of answering, read with the question (None: cannot)
 
     @property
     def models(self) -> Models:
@@ -379,13 +338,6 @@ class Judge:
         }
         leading = [signals[c.id] for c in ranked[:JUDGED]]
         confidence = 1.0 if named else round(pair.question.probability(question_features(leading)), 4)
-        threshold, judged, read = pair.question.threshold, None, None
-        blend = self.models.reader
-        if blend is not None and pair is self.models.hybrid and not named and self.reader is not None and ranked:
-            probabilities_read = self.reader(query, [c.stored for c in ranked[:READ_LEADING]])
-            if probabilities_read:
-                judged, read = confidence, max(probabilities_read)
-                confidence, threshold = round(blend.confidence(judged, read), 4), blend.threshold
         # Without the dense lane the passage model sees words only: it decides admission, but ordering
         # by it put the wrong note first on 2 of the 20 workshop questions that fused rank gets right.
         ordered = pair is self.models.hybrid
@@ -408,7 +360,7 @@ class Judge:
         echoed = only_asks(query, idf, [c.stored.passage.text for c in ranked[:TYPED_LEADING]])
         return Judgement(
             confidence,
-            threshold,
+            pair.question.threshold,
             probabilities,
             pair.passage.threshold,
             orders=ordered,
@@ -421,8 +373,6 @@ class Judge:
             unscheduled=unscheduled,
             undecided=undecided,
             echoed=echoed,
-            read=read,
-            judged_confidence=judged,
         )
 
     def unscheduled(self, query: str, leading: Sequence[Candidate], as_of: dt.date, unseen: Unseen | None) -> bool:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..corpus.notes import DEFAULT_MAX_PASSAGE_CHARS
-from ..errors import CorruptStoreError, LaneUnavailableError, NotesDirError
+from ..errors import CorruptStoreError, NotesDirError
 from ..output.packet import Budget, LaneReport, Packet
 from ..projections.chroma_client import ChromaSettings
 from ..projections.embedding import DEFAULT_EMBEDDER
@@ -54,7 +54,6 @@ from .fusion import reciprocal_rank_fusion
 from .lanes import DENSE_MIN_COSINE, DenseLane, IdentityLane, Lane, LaneRun, LexicalLane
 from .live import LiveCheck
 from .live_policy import apply_live
-from .reader import load_reader, read_as
 from .requests import (
     CANDIDATE_POOL,
     DEFAULT_TOP,
@@ -157,9 +156,7 @@ class Workspace(Upkeep):
         self._views: dict[frozenset[str], ScopeViews] = {}  # by the caller's scopes
         self._eligibilities: dict[tuple[frozenset[str], dt.date], tuple[ScopeView, Eligibility]] = {}
         self._standings: dict[tuple[frozenset[str], dt.date], tuple[ScopeView, Standing]] = {}
-        self.judge = Judge(self.lexical_lane.projection, self._outlines_of, similarity=self._similarity,
-                           reader=self._read)  # fmt: skip
-        self.reader_error: str | None = None  # why the answer reader could not load (the judge then decides alone)
+        self.judge = Judge(self.lexical_lane.projection, self._outlines_of, similarity=self._similarity)
         self._sentence_vectors: dict[str, np.ndarray] = {}  # value-stating sentences the judge compared
         self._outlines: dict[str, tuple[tuple[str, ...], ...]] = {}
         self._outlines_at = -1  # the change-log state ``_outlines`` was read at
@@ -328,7 +325,6 @@ class Workspace(Upkeep):
                 *repairs,
                 *packet_warnings(outcome, view, standing_warnings(self.records), read),
                 *_unstated_warning(judgement, abstention),
-                *_reader_warning(self.reader_error, judgement),
             ),
             trace_id=_trace_id(query, request, budget, top, reports),
             scopes=tuple(sorted(request.scopes)),
@@ -476,17 +472,6 @@ class Workspace(Upkeep):
         question = projection.embed_query(query)
         return [float(vectors[text] @ question) for text in texts]
 
-    def _read(self, query: str, passages: Sequence[StoredPassage]) -> list[float] | None:
-        """The answer reader's probability that each passage answers ``query``; None when it cannot load."""
-        if self.reader_error is not None:
-            return None
-        try:
-            reader = load_reader()
-        except LaneUnavailableError as exc:
-            self.reader_error = str(exc)
-            return None
-        return reader.probabilities(query, [read_as(passage) for passage in passages])
-
     def _judge(
         self, query: str, ranked: list[Candidate], runs: dict[str, LaneRun], view: ScopeView, as_of: dt.date
     ) -> Judgement:
@@ -598,13 +583,6 @@ def _outcome_id(packet: Packet) -> str:
     decided = [[item.id, item.role, item.live_status, item.line_end] for item in packet.evidence]
     material = [packet.trace_id, decided, packet.abstention_reason, [c.resolution for c in packet.conflicts]]
     return hashlib.sha256(json.dumps(material).encode()).hexdigest()[:16]
-
-
-def _reader_warning(error: str | None, judgement: Judgement | None) -> tuple[str, ...]:
-    """Say so when the answer reader could not weigh in on a judged question (the judge decided alone)."""
-    if error is None or judgement is None or not judgement.judged:
-        return ()
-    return (f"{error}: the answerability judge decided without the answer reader",)
 
 
 def _unstated_warning(judgement: Judgement | None, abstention: str | None) -> tuple[str, ...]:
