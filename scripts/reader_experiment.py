@@ -1,6 +1,9 @@
 """Would a reader tell "the notes state it" from "the notes only talk about it"? A measurement, not shipped.
 
-    .venv/bin/python scripts/reader_experiment.py [--epochs N] [--output FILE.json]
+    .venv/bin/python scripts/reader_experiment.py [--epochs N] [--output FILE.json] [--save DIR] [--questions FILE]
+
+``--save`` keeps the fine-tuned cross-encoder (a transformers folder); ``--questions`` writes each test
+question's judge confidence and per-passage scores as JSON lines, for studying a decision rule on them.
 
 The answerability judge reads words, types and one sentence cosine. On three fresh holdouts in a row
 (policy-holdout27 to 29) its wording rules moved almost nothing, and the questions it gets wrong are
@@ -162,7 +165,7 @@ def _sentences(s: Seen) -> list[str]:
     return [part.strip() for _, text, _ in s.leading for part in _SENTENCE.split(text) if len(part.split()) >= 3]
 
 
-def cross_encoder(train: Sequence[Seen], test: Sequence[Seen], epochs: int) -> np.ndarray:
+def cross_encoder(train: Sequence[Seen], test: Sequence[Seen], epochs: int, save: Path | None = None) -> np.ndarray:
     """Each test pair's probability that the passage answers, from MiniLM fine-tuned as a cross-encoder."""
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer, get_linear_schedule_with_warmup
@@ -194,6 +197,9 @@ def cross_encoder(train: Sequence[Seen], test: Sequence[Seen], epochs: int) -> n
             optimiser.zero_grad()
         print(f"epoch {epoch + 1}: {time.time() - started:.0f} s", file=sys.stderr, flush=True)
     model.eval()
+    if save is not None:
+        model.save_pretrained(save)
+        tokenizer.save_pretrained(save)
     test_pairs = pairs_of(test)
     scores: list[float] = []
     with torch.no_grad():
@@ -231,6 +237,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--output", type=Path)
+    parser.add_argument("--save", type=Path, help="keep the fine-tuned cross-encoder in this folder")
+    parser.add_argument("--questions", type=Path, help="write each test question's scores here (JSON lines)")
     args = parser.parse_args(argv)
     suites = scored_suites()
     seen = collect(suites)
@@ -242,7 +250,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     pair_labels = np.array([p[2] for p in pairs_of(test)])
     judge_pairs = np.array([probability for s in test for _, _, probability in s.leading])
     head = vector_head(train, test)
-    reader_pairs = cross_encoder(train, test, args.epochs)
+    reader_pairs = cross_encoder(train, test, args.epochs, args.save)
     reader = np.array([max(reader_pairs[i : i + len(s.leading)]) for i, s in zip(_offsets(test), test, strict=True)])
     report = {
         "train_suites": [name for name in suites if name not in TEST_SUITES],
@@ -272,11 +280,28 @@ def main(argv: Sequence[str] | None = None) -> int:
             "cross_encoder": vetoes(answerable, answered, reader),
         },
     }
+    if args.questions:
+        _write_questions(args.questions, test, head, reader_pairs)
     text = json.dumps(report, indent=2)
     print(text)
     if args.output:
         args.output.write_text(text + "\n", encoding="utf-8")
     return 0
+
+
+def _write_questions(path: Path, test: Sequence[Seen], head: np.ndarray, reader_pairs: np.ndarray) -> None:
+    """One JSON line per test question: what the judge said and each reader's scores."""
+    with path.open("w", encoding="utf-8") as out:
+        for s, offset, vector in zip(test, _offsets(test), head, strict=True):
+            row = {
+                "suite": s.suite, "question": s.question, "answerable": s.answerable, "answered": s.answered,
+                "confidence": s.confidence, "vector_head": float(vector),
+                "leading": [
+                    {"id": pid, "must": pid in s.must, "judge": judged, "reader": float(reader_pairs[offset + i])}
+                    for i, (pid, _, judged) in enumerate(s.leading)
+                ],
+            }  # fmt: skip
+            out.write(json.dumps(row) + "\n")
 
 
 def _offsets(seen: Sequence[Seen]) -> list[int]:
