@@ -237,6 +237,42 @@ def test_a_tie_is_found_when_retrieval_misses_its_other_side(tmp_path: Path) -> 
     assert "handbook#reviews" not in [e.id for e in packet.evidence]  # named in the conflict, never admitted
 
 
+REVISIONS = {
+    "refresh-b.md": md(
+        "Member record refresh (revision B)",
+        {"Refreshing records": "Member records are refreshed every 2 years."},
+        id="refresh-b",
+        authority="reference",
+        revision="B",
+        supersedes=["refresh-a@A"],
+        asserts={"record_refresh_years": 2},
+    ),
+    "refresh-a.md": md(
+        "Know your customer procedure (revision A)",
+        {"Identity reviews": "Review each member's identity every 5 years."},
+        id="refresh-a",
+        authority="reference",
+        revision="A",
+        status="superseded",
+        asserts={"record_refresh_years": 5},
+    ),
+}
+
+
+def test_a_changed_value_is_shown_when_retrieval_misses_the_old_revision(tmp_path: Path) -> None:
+    """Revision A shares no word with the question, so no lane proposes it; revision B changed its value."""
+    with workspace(tmp_path, REVISIONS) as ws:
+        packet = ws.query("How often are records refreshed?", as_of=AS_OF)
+        found = {c.path for c in ws.retrieve("How often are records refreshed?", list(ws.lanes))}
+    assert found == {"refresh-b.md"}  # the lanes alone never see the old revision
+    assert not packet.abstained and [e.id for e in packet.evidence] == ["refresh-b#refreshing-records"]
+    (conflict,) = packet.conflicts
+    assert conflict.proposition == "record_refresh_years" and conflict.resolution.startswith("superseded")
+    assert conflict.winner == "refresh-b#refreshing-records"
+    assert {side.id for side in conflict.evidence} == {"refresh-a#identity-reviews", "refresh-b#refreshing-records"}
+    assert packet.exclusions.get("superseded", 0) == 0  # shown as the change, not counted as a candidate set aside
+
+
 @pytest.mark.parametrize(
     ("query", "named"),
     [

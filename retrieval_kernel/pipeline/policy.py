@@ -67,7 +67,7 @@ from .candidates import (
 )
 from .conflicts import find_conflicts, mark_blocking, mentions
 from .freshness import source_age_days
-from .validity import Observations, Standing, value_key, with_partners, with_successors
+from .validity import Observations, Standing, value_key, with_partners, with_predecessors, with_successors
 
 NEAR_DUPLICATE_JACCARD = 0.8  # word-trigram overlap at which two passages say the same thing
 AUTHORITY_TIER = 0.5  # verifying orders by authority the passages answering at least this share of the best
@@ -118,8 +118,12 @@ def select(
             excluded.append(Exclusion(candidate, code, detail))
     in_play |= _set_aside_in_play(candidates, eligible[: max(top, CONFLICT_WINDOW)], judged)
     present = {c.path for c in eligible} | {e.candidate.path for e in excluded}
-    partners = with_partners(eligible, present, in_play, standing, stating_passage) if stating_passage else []
-    found = find_conflicts(in_play, [*eligible, *partners], excluded, standing)
+    partners, older = [], []
+    if stating_passage is not None:
+        partners = with_partners(eligible, present, in_play, standing, stating_passage)
+        older = [Exclusion(c, SUPERSEDED, "an older revision's value")
+                 for c in with_predecessors(eligible, present, in_play, standing, stating_passage)]  # fmt: skip
+    found = find_conflicts(in_play, [*eligible, *partners], [*excluded, *older], standing)
     conflicts = mark_blocking(found, eligible, judged, query)
     blocking = {side.path for conflict in conflicts if conflict.blocking for side in conflict.sides}
     answering = _answering(eligible, judged, blocking)

@@ -230,6 +230,38 @@ def with_partners(
     return partners
 
 
+def with_predecessors(
+    eligible: Sequence[Candidate],
+    present: set[str],
+    in_play: set[str],
+    standing: Standing,
+    stating_passage: Callable[[str, Any], StoredPassage | None],
+) -> list[Candidate]:
+    """For the facts the ``eligible`` notes in play assert, the notes they supersede that asserted another
+    value and are not ``present`` among the candidates: revision A's 4 months behind revision B's 6.
+
+    A change of value is shown whether or not retrieval found the old revision; each predecessor comes
+    as its passage stating the old value (a superseded side of a conflict, never admitted as an answer).
+    """
+    present = set(present)
+    predecessors: list[Candidate] = []
+    for candidate in eligible:
+        if candidate.path not in in_play:
+            continue
+        for proposition, value in candidate.facts.asserts.items():
+            for path in standing.asserting(proposition):
+                if path in present or standing.of(path)[0] != SUPERSEDED:
+                    continue
+                if candidate.path not in {edge.new for edge in standing.successors(path)}:
+                    continue
+                old = standing.facts_of[path].asserts[proposition]
+                stated = None if value_key(old) == value_key(value) else stating_passage(path, old)
+                if stated is not None:
+                    present.add(path)
+                    predecessors.append(Candidate(stated, 0.0, (), (), pulled_in_for=candidate.id))
+    return predecessors
+
+
 def with_successors(
     candidates: Sequence[Candidate], standing: Standing, lead_passage: Callable[[str], StoredPassage | None]
 ) -> list[Candidate]:
