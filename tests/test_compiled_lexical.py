@@ -119,6 +119,33 @@ def test_excluded_passages_score_nothing(tmp_path: Path, workshop_notes: Path) -
         assert best not in {compiled.ids[d] for d in compiled.top(hidden, 50)}
 
 
+def test_passages_hidden_from_a_caller_score_the_visible_ones_as_an_index_without_them(
+    tmp_path: Path, workshop_notes: Path
+) -> None:
+    kept = sorted(workshop_notes.glob("*.md"))
+    dropped, shown = kept[:3], kept[3:]
+    partial = tmp_path / "partial"
+    partial.mkdir()
+    for note in shown:
+        shutil.copy(note, partial / note.name)
+    query = "record owner approval inspection"
+    with (
+        Workspace(workshop_notes, tmp_path / "full", lanes=("lexical",)) as full,
+        Workspace(partial, tmp_path / "part", lanes=("lexical",)) as without,
+    ):
+        full.index()
+        without.index()
+        gone = frozenset(p.id for note in dropped for p in full.records.passages_of(note.name))
+        assert gone
+        everything = full.lexical.search(query, 200)
+        scoped = [hit for hit in full.lexical.search(query, 200, gone) if hit.passage_id not in gone]
+        reference = without.lexical.search(query, 200)
+        assert_same(scoped, reference, query)
+        visible_before = [hit for hit in everything if hit.passage_id not in gone]
+        assert [(h.passage_id, h.score) for h in visible_before] != [(h.passage_id, h.score) for h in scoped]
+        assert ranked(full.lexical.search(query, 200)) == ranked(everything)  # a caller seeing all: unchanged
+
+
 def test_matched_words_beyond_the_sixty_fourth_query_term(tmp_path: Path) -> None:
     notes = tmp_path / "notes"
     notes.mkdir()

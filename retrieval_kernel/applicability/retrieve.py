@@ -45,7 +45,7 @@ def retrieve_candidates(
         if not visible(doc.facts, visible_to)
         for p in workspace.records.passages_of(path)
     )
-    runs = workspace.run_lanes(text, chosen, hidden=hidden)
+    runs = workspace.run_lanes(text, chosen, hidden=hidden, unseen=hidden)
     ranked = workspace.rank(runs, text)
     candidates = group_candidates(ranked, pool or CANDIDATE_POOL)
     if "dense" in chosen:

@@ -130,8 +130,11 @@ def run_lexical(
     stale: bool,
     hidden: Collection[str] = (),
     pending: int = 0,
+    unseen: frozenset[str] = frozenset(),
 ) -> LaneRun:
-    found = projection.search(query, limit + len(hidden))
+    """The lexical lane's run: ``hidden`` passages dropped, ``unseen`` ones (outside the caller's scopes)
+    also left out of BM25's statistics."""
+    found = projection.search(query, limit + len(hidden), unseen)
     hits = [hit for hit in found if hit.passage_id not in hidden][:limit]
     shadow = {hit.passage_id: hit.score for hit in found if hit.passage_id in hidden}
     dropped = frozenset(shadow)
@@ -199,7 +202,13 @@ class Lane(Protocol):
 
     name: str
 
-    def run(self, query: str, hidden: frozenset[str], stale: bool, pending: int) -> LaneRun: ...
+    def run(
+        self, query: str, hidden: frozenset[str], stale: bool, pending: int, unseen: frozenset[str] = frozenset()
+    ) -> LaneRun:
+        """Candidates for ``query`` without the ``hidden`` passages (outside the caller's scopes, or not
+        eligible at the clock); ``unseen`` (the scope part of them) is also left out of any corpus
+        statistics the lane scores with, so notes a caller may not see never move its scores."""
+        ...
 
     def problem(self) -> str | None: ...
 
@@ -214,7 +223,9 @@ class IdentityLane:
     def __init__(self, host: LaneHost) -> None:
         self.host = host
 
-    def run(self, query: str, hidden: frozenset[str], stale: bool, pending: int) -> LaneRun:
+    def run(
+        self, query: str, hidden: frozenset[str], stale: bool, pending: int, unseen: frozenset[str] = frozenset()
+    ) -> LaneRun:
         return run_identity(query, self.host.records, self.host.candidate_pool, hidden, stale, pending)
 
     def problem(self) -> str | None:
@@ -233,15 +244,19 @@ class LexicalLane:
         self.host = host
         self.projection = lexical.LexicalProjection(host.store_dir, records=host.records)
 
-    def run(self, query: str, hidden: frozenset[str], stale: bool, pending: int) -> LaneRun:
+    def run(
+        self, query: str, hidden: frozenset[str], stale: bool, pending: int, unseen: frozenset[str] = frozenset()
+    ) -> LaneRun:
         host = self.host
         try:
-            return run_lexical(query, host.records, self.projection, host.candidate_pool, stale, hidden, pending)
+            return run_lexical(
+                query, host.records, self.projection, host.candidate_pool, stale, hidden, pending, unseen
+            )
         except lexical.LexicalUnreadableError as exc:
             problem = str(exc)
         try:
             self.repair()
-            run = run_lexical(query, host.records, self.projection, host.candidate_pool, stale, hidden, pending)
+            run = run_lexical(query, host.records, self.projection, host.candidate_pool, stale, hidden, pending, unseen)
             return replace(run, repair_note=f"{problem}; rebuilt it from the record store")
         except (lexical.LexicalUnreadableError, LaneUnavailableError, StoreError, OSError) as exc:
             return unavailable(self.name, self.projection.score_basis, f"{problem}; rebuilding it failed: {exc}")
@@ -350,7 +365,9 @@ class DenseLane:
         state = self.host.records.projection(self.name)
         self.projection.rebuild(self.host.records, (state.version if state else 0) + 1)
 
-    def run(self, query: str, hidden: frozenset[str], stale: bool, pending: int) -> LaneRun:
+    def run(
+        self, query: str, hidden: frozenset[str], stale: bool, pending: int, unseen: frozenset[str] = frozenset()
+    ) -> LaneRun:
         go_offline()
         from ..projections.dense import StaleCollectionError, score_basis  # chromadb: only if Chroma is opened
 

@@ -285,6 +285,7 @@ class Workspace(Upkeep):
             eligibility.screen(view.hidden),
             outcome.pending,
             stages=stages,
+            unseen=view.hidden,
         )
         outcome = _as_answered(outcome, runs, self._projected_lanes())
         stages.start("judge")
@@ -416,18 +417,20 @@ class Workspace(Upkeep):
         hidden: frozenset[str] = frozenset(),
         pending: int = 0,
         stages: Stages | None = None,
+        unseen: frozenset[str] = frozenset(),
     ) -> dict[str, LaneRun]:
         """Run each chosen lane on ``query``; a lane that cannot run is reported, not raised.
 
-        ``hidden`` passages (outside the caller's scopes) are dropped inside each lane,
-        before counting, thresholds and ranks. ``pending`` notes changed on disk count
-        in every lane's lag. ``stages`` (when given) times each lane.
+        ``hidden`` passages (outside the caller's scopes, or ineligible) are dropped inside each
+        lane, before counting, thresholds and ranks; ``unseen`` ones (the caller's scope part of
+        them) are also left out of the lanes' corpus statistics. ``pending`` notes changed on disk
+        count in every lane's lag. ``stages`` (when given) times each lane.
         """
         stages = stages or Stages()
         runs = {}
         for name in checked_lanes(lanes):
             with stages(name):
-                runs[name] = self.lane(name).run(query, hidden, stale, pending)
+                runs[name] = self.lane(name).run(query, hidden, stale, pending, unseen)
         return runs
 
     def signals(
@@ -497,7 +500,7 @@ class Workspace(Upkeep):
         """The chosen lanes (those this workspace has) run for a caller with ``scopes``, and its view."""
         view = self._scope_view(checked_scopes(scopes))
         chosen = [lane for lane in (checked_lanes(lanes) if lanes is not None else self.lanes) if lane in self.lanes]
-        return self.run_lanes(checked_query(query), chosen, hidden=view.hidden), view
+        return self.run_lanes(checked_query(query), chosen, hidden=view.hidden, unseen=view.hidden), view
 
     def _scope_view(self, scopes: frozenset[str]) -> ScopeView:
         """The notes a caller with ``scopes`` may see, and their links (patched as the change log moves)."""

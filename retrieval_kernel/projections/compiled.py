@@ -100,6 +100,8 @@ class CompiledLexicon:
         self.lengths = {name: encoded_lengths(values) for name, values in exact.items()}
         self._delta = _Delta()
         self._stats: tuple[int, dict[str, float]] | None = None
+        # The same statistics over the live passages a caller may see, by the passages hidden from it.
+        self._scoped: dict[frozenset[str], tuple[np.ndarray, int, dict[str, float]]] = {}
         self._holding: dict[tuple[str, tuple[str, ...]], int] = {}  # (term, fields) -> live holders, until a change
         self._by_id: dict[str, int] = {}
         self._by_id_size = -1
@@ -207,6 +209,7 @@ class CompiledLexicon:
             self._by_id_size = len(self.ids)
         self.high_water = high_water
         self._stats = None
+        self._scoped = {}
         self._holding = {}
         if self._delta.size <= max(COMPACT_AT, len(self.ids) // 20):
             return False
@@ -270,32 +273,60 @@ class CompiledLexicon:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
         return np.concatenate(parts_docs), np.concatenate(parts_tfs)
 
-    def bm25(self, name: str, docnums: np.ndarray, tf: np.ndarray, k1: float, b: float) -> np.ndarray:
-        """Whoosh's ``scoring.bm25`` on these postings; idf and average length over live passages."""
-        count, averages = self._statistics()
+    def _counted(self, hidden: frozenset[str]) -> tuple[np.ndarray, int, dict[str, float]]:
+        """The live passages not ``hidden``, how many, and each field's average exact length over them:
+        a caller's statistics, so that notes it may not see never move its scores (kept per hidden set
+        until the next change; a scope view's hidden set is the same object question after question)."""
+        if not hidden:
+            count, averages = self._statistics()
+            return self.live, count, averages
+        if hidden not in self._scoped:
+            if len(self._scoped) > 16:
+                self._scoped.clear()
+            counted = self.live.copy()
+            counted[[d for pid in hidden for d in self._docnums_of(pid)]] = False
+            count = int(counted.sum())
+            averages = {name: float(self.exact[name][counted].sum() / max(count, 1)) or 1.0 for name in FIELDS}
+            self._scoped[hidden] = (counted, count, averages)
+        return self._scoped[hidden]
+
+    def bm25(
+        self, name: str, docnums: np.ndarray, tf: np.ndarray, k1: float, b: float, hidden: frozenset[str] = frozenset()
+    ) -> np.ndarray:
+        """Whoosh's ``scoring.bm25`` on these postings; idf and average length over the live passages that
+        are not ``hidden`` (all of them for a caller who may see everything)."""
+        counted, count, averages = self._counted(hidden)
         live_count = max(count, 1)
-        frequency = int(self.live[docnums].sum())
+        frequency = int(counted[docnums].sum())
         idf = math.log(live_count / (frequency + 1)) + 1
         average = averages[name]
         length = self.lengths[name][docnums]
         return idf * ((tf * (k1 + 1)) / (tf + k1 * ((1 - b) + b * length / average)))
 
     def scores(
-        self, terms: Sequence[str], k1: float, b: float, boosts: dict[str, float], excluded: Iterable[str] = ()
+        self,
+        terms: Sequence[str],
+        k1: float,
+        b: float,
+        boosts: dict[str, float],
+        excluded: Iterable[str] = (),
+        hidden: frozenset[str] = frozenset(),
     ) -> tuple[np.ndarray, list[np.ndarray]]:
         """BM25F of every passage for ``terms`` (dead and ``excluded`` passages score 0), and which terms
-        each passage holds: bit ``i % 64`` of mask ``i // 64`` for ``terms[i]`` (no sort, no set)."""
+        each passage holds: bit ``i % 64`` of mask ``i // 64`` for ``terms[i]`` (no sort, no set).
+
+        ``hidden`` passages are scored (a caller's lane still learns what it may not show) but left out
+        of the statistics, so the visible passages score as in an index without them."""
         scores = np.zeros(self.size)
         holds = [np.zeros(self.size, dtype=np.uint64) for _ in range(0, len(terms), 64)]
         for name in FIELDS:
             for index, term in enumerate(terms):
                 docnums, tf = self.postings(name, term)
                 if docnums.size:
-                    scores[docnums] += boosts[name] * self.bm25(name, docnums, tf, k1, b)
+                    scores[docnums] += boosts[name] * self.bm25(name, docnums, tf, k1, b, hidden)
                     holds[index // 64][docnums] |= np.uint64(1 << (index % 64))
         scores[~self.live] = 0.0
-        hidden = [d for pid in excluded for d in self._docnums_of(pid)]
-        scores[hidden] = 0.0
+        scores[[d for pid in excluded for d in self._docnums_of(pid)]] = 0.0
         return scores, holds
 
     def _docnums_of(self, passage_id: str) -> list[int]:

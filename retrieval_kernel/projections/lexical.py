@@ -299,8 +299,12 @@ class LexicalProjection:
 
     # ------------------------------------------------------------ searching
 
-    def search(self, text: str, limit: int) -> list[LexicalHit]:
+    def search(self, text: str, limit: int, hidden: frozenset[str] = frozenset()) -> list[LexicalHit]:
         """Top ``limit`` passages for ``text`` by Whoosh's BM25F; ties broken by passage id.
+
+        ``hidden``: passages outside the caller's scopes. They are still scored (the caller's lane
+        sets them aside), but the corpus statistics leave them out, so notes a caller may not see never
+        reorder the ones it may.
 
         Scores are Whoosh's own BM25F formula, computed with numpy over the compiled form
         of the index (:mod:`.compiled`; Whoosh's collector walks postings one by one in
@@ -317,7 +321,7 @@ class LexicalProjection:
             if version is None:
                 return []
             try:
-                return self._scored(words, limit)
+                return self._scored(words, limit, hidden)
             except Exception as exc:  # damaged files, or a version another process just replaced
                 self.close()
                 if attempt == 2 or self._serving_version() == version:
@@ -327,11 +331,11 @@ class LexicalProjection:
                     ) from exc
         return []
 
-    def _scored(self, words: dict[str, str], limit: int) -> list[LexicalHit]:
+    def _scored(self, words: dict[str, str], limit: int, hidden: frozenset[str] = frozenset()) -> list[LexicalHit]:
         compiled = self._compiled_form()
         terms = list(words)
         boosts = {"heading": self.heading_boost, "body": 1.0}
-        scores, holds = compiled.scores(terms, self.k1, self.b, boosts)
+        scores, holds = compiled.scores(terms, self.k1, self.b, boosts, hidden=hidden)
         return [
             LexicalHit(compiled.ids[d], float(scores[d]), _held(terms, words, [int(mask[d]) for mask in holds]))
             for d in compiled.top(scores, limit)
