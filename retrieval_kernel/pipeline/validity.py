@@ -213,21 +213,9 @@ def with_partners(
     A tie is a tie whether or not retrieval found its other side: each partner comes as its passage
     stating the value (for the conflict only; it is never admitted as an answer).
     """
-    present = set(present)
-    partners: list[Candidate] = []
-    for candidate in eligible:
-        if candidate.path not in in_play:
-            continue
-        for proposition, value in candidate.facts.asserts.items():
-            for path in standing.asserting(proposition):
-                other = standing.facts_of[path].asserts[proposition]
-                if path in present or standing.of(path)[0] is not None or value_key(other) == value_key(value):
-                    continue
-                stated = stating_passage(path, other)
-                if stated is not None:
-                    present.add(path)
-                    partners.append(Candidate(stated, 0.0, (), (), pulled_in_for=candidate.id))
-    return partners
+    return _pulled_in(
+        eligible, present, in_play, standing, stating_passage, lambda path, _: standing.of(path)[0] is None
+    )
 
 
 def with_predecessors(
@@ -243,23 +231,39 @@ def with_predecessors(
     A change of value is shown whether or not retrieval found the old revision; each predecessor comes
     as its passage stating the old value (a superseded side of a conflict, never admitted as an answer).
     """
+
+    def supersedes(path: str, candidate: Candidate) -> bool:
+        succeeded = standing.of(path)[0] == SUPERSEDED
+        return succeeded and candidate.path in {edge.new for edge in standing.successors(path)}
+
+    return _pulled_in(eligible, present, in_play, standing, stating_passage, supersedes)
+
+
+def _pulled_in(
+    eligible: Sequence[Candidate],
+    present: set[str],
+    in_play: set[str],
+    standing: Standing,
+    stating_passage: Callable[[str, Any], StoredPassage | None],
+    takes: Callable[[str, Candidate], bool],
+) -> list[Candidate]:
+    """The notes not ``present`` that assert another value for a fact a note in play asserts and that
+    ``takes(path, candidate)`` accepts, each as its passage stating its value, pulled in for that candidate."""
     present = set(present)
-    predecessors: list[Candidate] = []
+    pulled: list[Candidate] = []
     for candidate in eligible:
         if candidate.path not in in_play:
             continue
         for proposition, value in candidate.facts.asserts.items():
             for path in standing.asserting(proposition):
-                if path in present or standing.of(path)[0] != SUPERSEDED:
+                other = standing.facts_of[path].asserts[proposition]
+                if path in present or value_key(other) == value_key(value) or not takes(path, candidate):
                     continue
-                if candidate.path not in {edge.new for edge in standing.successors(path)}:
-                    continue
-                old = standing.facts_of[path].asserts[proposition]
-                stated = None if value_key(old) == value_key(value) else stating_passage(path, old)
+                stated = stating_passage(path, other)
                 if stated is not None:
                     present.add(path)
-                    predecessors.append(Candidate(stated, 0.0, (), (), pulled_in_for=candidate.id))
-    return predecessors
+                    pulled.append(Candidate(stated, 0.0, (), (), pulled_in_for=candidate.id))
+    return pulled
 
 
 def with_successors(

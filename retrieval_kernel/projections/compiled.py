@@ -249,10 +249,13 @@ class CompiledLexicon:
     def _statistics(self) -> tuple[int, dict[str, float]]:
         """Live passages and each field's average exact length over them (cached until the next change)."""
         if self._stats is None:
-            count = int(self.live.sum())
-            averages = {name: float(self.exact[name][self.live].sum() / max(count, 1)) or 1.0 for name in FIELDS}
-            self._stats = (count, averages)
+            self._stats = self._over(self.live)
         return self._stats
+
+    def _over(self, counted: np.ndarray) -> tuple[int, dict[str, float]]:
+        """How many passages ``counted`` holds, and each field's average exact length over them."""
+        count = int(counted.sum())
+        return count, {name: float(self.exact[name][counted].sum() / max(count, 1)) or 1.0 for name in FIELDS}
 
     def postings(self, name: str, term: str) -> tuple[np.ndarray, np.ndarray]:
         """Document numbers and term frequencies of ``term`` in field ``name`` (dead passages included)."""
@@ -285,9 +288,7 @@ class CompiledLexicon:
                 self._scoped.clear()
             counted = self.live.copy()
             counted[[d for pid in hidden for d in self._docnums_of(pid)]] = False
-            count = int(counted.sum())
-            averages = {name: float(self.exact[name][counted].sum() / max(count, 1)) or 1.0 for name in FIELDS}
-            self._scoped[hidden] = (counted, count, averages)
+            self._scoped[hidden] = (counted, *self._over(counted))
         return self._scoped[hidden]
 
     def bm25(
