@@ -281,10 +281,16 @@ def test_a_changed_value_is_shown_when_retrieval_misses_the_old_revision(tmp_pat
         ("Is it 3 supervised firings or 5?", True),
         ("Do I need 3 supervised firings first?", True),
         ("Every 3 firings?", True),  # "Every 3" starts a sentence of the notes: no name
+        ("Can I put my name down for Plot 3?", False),  # "Plot 3, by the gate" starts a sentence, before no unit
+        ("Allow 3 days?", True),  # "Allow 3 days" starts a sentence before a unit: a value
     ],
 )
 def test_a_value_is_named_unless_the_number_is_part_of_a_name(query: str, named: bool) -> None:
-    notes = ["Members may fire Kiln 3 on their own after 3 supervised firings.", "Every 3 firings, check it."]
+    notes = [
+        "Members may fire Kiln 3 on their own after 3 supervised firings.",
+        "Every 3 firings, check it.",
+        "Plot 3, by the gate, is never offered. Allow 3 days for a reply.",
+    ]
     assert names_value(query, 3, notes) is named
 
 
@@ -591,6 +597,54 @@ def test_a_side_question_answered_beside_the_contested_value_in_the_same_section
         tied = ws.query("How many months do specimens go out on loan for?", as_of=AS_OF)
     assert not side.abstained and side.evidence[0].id == "herbarium-handbook#outgoing-loans"
     assert tied.abstention_reason == "unresolved_conflict"
+
+
+LEFTOVERS = {
+    "food-safety.md": md(
+        "Kitchen food safety policy",
+        {
+            "Leftovers": "Cooked leftovers are kept for at most 2 days. Cool them within 90 minutes, label them "
+            "with a date sticker and store them on the top shelf of Fridge 3.",
+        },
+        id="food-safety",
+        authority="authoritative",
+        asserts={"leftovers_keep_days": 2},
+    ),
+    "kitchen-manual.md": md(
+        "Cafe kitchen manual",
+        {"Storing leftovers": "Leftovers may be kept for up to 3 days. Put them in the blue lidded tubs in Fridge 2."},
+        id="kitchen-manual",
+        authority="authoritative",
+        asserts={"leftovers_keep_days": 3},
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        ("Which shelf of Fridge 3 do the labelled leftovers go on?", "food-safety#leftovers"),
+        ("How quickly do leftovers have to be cooled down?", "food-safety#leftovers"),
+        ("What tubs do leftovers go in when they are put in Fridge 2?", "kitchen-manual#storing-leftovers"),
+    ],
+)
+def test_another_fact_of_a_tied_section_is_answered_though_a_name_carries_a_contested_number(
+    tmp_path: Path, question: str, answer: str
+) -> None:
+    """Fridge 3 and Fridge 2 are names, not the 2 and 3 days the two notes disagree on."""
+    with workspace(tmp_path, LEFTOVERS, lanes=("identity", "lexical", "dense")) as ws:
+        packet = ws.query(question, as_of=AS_OF)
+    assert not packet.abstained and answer in {item.id for item in packet.evidence}
+    assert any(c.resolution == "unresolved" for c in packet.conflicts)  # the tie is still listed beside the answer
+
+
+@pytest.mark.parametrize(
+    "question", ["How long can we keep leftovers in the fridge?", "Can leftovers stay in Fridge 2 for 3 days?"]
+)
+def test_the_contested_fact_still_abstains_when_a_tied_sentence_names_a_fridge(tmp_path: Path, question: str) -> None:
+    with workspace(tmp_path, LEFTOVERS, lanes=("identity", "lexical", "dense")) as ws:
+        packet = ws.query(question, as_of=AS_OF)
+    assert packet.abstention_reason == "unresolved_conflict"
 
 
 def test_a_word_only_in_a_heading_is_not_unknown_to_the_notes(tmp_path: Path) -> None:

@@ -29,6 +29,7 @@ from ..output.packet import (
     excluded_dict,
     serialize,
 )
+from .abstention import ABSTAIN_BELOW_THRESHOLD
 from .candidates import BUDGET, HISTORICAL, SCOPE, Admission, ConflictDraft, Selection
 from .freshness import fresh_for_days, freshness_label, source_age_days
 from .live import live_status
@@ -106,9 +107,14 @@ def _name_exclusions(packet: Packet, listed: Sequence[Excluded]) -> Packet:
 
 
 def _empty_reason(shell: Packet, selection: Selection) -> str | None:
+    """Why a packet without evidence abstains: nothing fits, out of reach, the shell's reason, or (when every
+    candidate was judged too weak to answer and nothing is shown) below the threshold."""
     if selection.admitted:
         return ABSTAIN_NOTHING_FITS
-    return selection.out_of_reach or shell.abstention_reason
+    reason = selection.out_of_reach or shell.abstention_reason
+    if reason is None and not selection.history:
+        return ABSTAIN_BELOW_THRESHOLD  # an empty packet that claimed to answer would not be honest
+    return reason
 
 
 def _excluded(selection: Selection) -> list[Excluded]:

@@ -170,7 +170,10 @@ def _about(conflict: ConflictDraft, judged: Judgement, query: str, admissible: M
     week are pupils assessed" names the pupils of a contested class size, answered by the
     assessment section), or
     when the best answer is a side's and the question names a side's value, or when the two best
-    answering passages are the two passages that state the values.
+    answering passages are the two passages that state the values. Before those last two, a question
+    that asks for no typed value and names no value or quantity is about something else when a sentence
+    of a tied passage that states no value holds more of its own words than any sentence that states
+    one ("which shelf of Fridge 3 do leftovers go on", beside how many days they keep).
     """
     answering = [pid for pid in judged.leading() if pid in admissible]
     notes = {_note_of(side.passage_id) for side in conflict.sides}
@@ -191,7 +194,7 @@ def _about(conflict: ConflictDraft, judged: Judgement, query: str, admissible: M
         return False  # "at what times are items fetched" does not ask how many items may be out at once
     if asks_for_no_value(query, contested):
         return False  # "who inspects the flying system" does not ask how many months between inspections
-    if _answered_beside(query, conflict, best_side):
+    if _answered_beside(query, conflict, best_side, admissible):
         return False  # "when is the signed invoice sheet back" is answered beside the contested loan period
     key = [term for term in _key_terms(conflict.proposition) if term not in UNIT_WORDS]
     query_terms = set(content_terms(query))
@@ -199,35 +202,79 @@ def _about(conflict: ConflictDraft, judged: Judgement, query: str, admissible: M
     names_whole_key = set(_key_terms(conflict.proposition)) <= query_terms  # "shipping days": the key, unit and all
     if key and key[-1] in query_terms and (best_states_side or names_whole_key or asks_or_names(query, contested)):
         return True
-    if leading_notes[0] in notes:
-        texts = [candidate.stored.passage.text for candidate in admissible.values()]
-        if any(names_value(query, side.value, texts) for side in conflict.sides):
-            return True
+    texts = [candidate.stored.passage.text for candidate in admissible.values()]
+    names_a_value = any(names_value(query, side.value, texts) for side in conflict.sides)
+    untyped = asked is None and not names_a_value and not _names_quantity(query)
+    if untyped and _asked_beside_the_values(query, conflict, admissible):
+        return False  # "which shelf of Fridge 3 do leftovers go on": another sentence of a tied passage
+    if leading_notes[0] in notes and names_a_value:
+        return True
     stating = _stating_passages(conflict, admissible)
     return len(stating) == len(conflict.sides) and set(answering[:2]) == stating  # the two best answers disagree
 
 
-def _answered_beside(query: str, conflict: ConflictDraft, side: Candidate) -> bool:
+def _answered_beside(query: str, conflict: ConflictDraft, side: Candidate, admissible: Mapping[str, Candidate]) -> bool:
     """Whether each part of ``query`` is answered in a sentence of the tied ``side`` passage that states none
-    of the tie's values: the one holding most of the question's own words (the key's and the type's left out).
+    of the tie's values: the one holding most of the question's own words (the key's and the type's left out),
+    more of them than any sentence of the tied passages that states a value.
 
     "How soon must a borrower return the signed invoice sheet?" is answered by "... returns the signed
     invoice sheet within 2 weeks", beside "Loans last 12 months" in the same section.
     """
-    key = set(_key_terms(conflict.proposition))
-    text = side.stored.passage.text
+    values = [s.value for s in conflict.sides]
     for part in question_parts(query):
         kind = asked_type(part)
-        own = set(content_terms(part)) - TYPE_WORDS - key
+        own = _own_words(part, conflict)
         if kind is None or not own:
             return False
-        held = [(len(own & set(analyze(sentence))), sentence) for sentence in stating_sentences(text, kind)]
-        most = max((count for count, _ in held), default=0)
-        answering = [sentence for count, sentence in held if count == most]
-        if not most or any(_states(sentence, s.value) for sentence in answering for s in conflict.sides):
+        beside = [
+            len(own & _words(sentence, values))
+            for sentence in stating_sentences(side.stored.passage.text, kind)
+            if not any(_states(sentence, value) for value in values)
+        ]
+        if max(beside, default=0) <= _held_by_stating(own, conflict, admissible):
             return False
     return True
 
+
+def _asked_beside_the_values(query: str, conflict: ConflictDraft, admissible: Mapping[str, Candidate]) -> bool:
+    """Whether the question's own words (the key's and the type's left out) are held most by a sentence of a
+    tied passage that states none of the tie's values, more than by any sentence that states one.
+
+    "What do I clean the hoof shears with between goats?" is answered by "The foot shears ... are cleaned
+    with Brightstep after each goat", beside "Goats have their feet trimmed every 8 weeks".
+    """
+    own = _own_words(query, conflict)
+    values = [side.value for side in conflict.sides]
+    beside = [
+        len(own & _words(sentence, values))
+        for pid in sorted(_stating_passages(conflict, admissible))
+        for sentence in _SENTENCE.split(admissible[pid].stored.passage.text)
+        if not any(_states(sentence, value) for value in values)
+    ]
+    return bool(own) and max(beside, default=0) > _held_by_stating(own, conflict, admissible)
+
+
+def _own_words(question: str, conflict: ConflictDraft) -> set[str]:
+    """The question's words that are neither the contested key's nor a type word ("how long", "cost")."""
+    return set(content_terms(question)) - TYPE_WORDS - set(_key_terms(conflict.proposition))
+
+
+def _held_by_stating(own: set[str], conflict: ConflictDraft, admissible: Mapping[str, Candidate]) -> int:
+    """The most of ``own`` that one sentence stating a tied value holds, over the tied passages."""
+    values = [side.value for side in conflict.sides]
+    return max(
+        (
+            len(own & _words(sentence, values))
+            for pid in sorted(_stating_passages(conflict, admissible))
+            for sentence in _SENTENCE.split(admissible[pid].stored.passage.text)
+            if any(_states(sentence, value) for value in values)
+        ),
+        default=0,
+    )
+
+
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n\s*\n")
 
 _NUMBER_NAMES = tuple(
     re.findall(
@@ -239,11 +286,39 @@ _NUMBER_NAMES = tuple(
 
 
 def _states(text: str, value: Any) -> bool:
-    """Whether ``text`` holds ``value``, a small whole number also as a word ("two consecutive rounds")."""
-    if mentions(text, value):
+    """Whether ``text`` holds ``value``, a small whole number also as a word ("two consecutive rounds"), and
+    not only as the number of a name ("Fridge 3", "Locker 6": a capitalised word before it, no unit after)."""
+    wanted = str(value).strip()
+    if wanted and any(not _names_by_number(text, found) for found in _whole(wanted).finditer(text)):
         return True
     number = str(value).strip()
     return number.isdigit() and int(number) < len(_NUMBER_NAMES) and mentions(text, _NUMBER_NAMES[int(number)])
+
+
+def _words(sentence: str, values: Sequence[Any]) -> set[str]:
+    """The analysed words of ``sentence`` without the names numbered like a value ("Fridge 3" when 3 is one):
+    a question about "the fridge" does not ask about that sentence's other facts for naming it."""
+    for value in {str(value).strip() for value in values}:
+        if value:
+            names = [m for m in _whole(value).finditer(sentence) if _names_by_number(sentence, m)]
+            for found in reversed(names):
+                start = re.search(r"[A-Za-z][\w'-]*\s+$", sentence[: found.start()])
+                sentence = sentence[: start.start() if start else found.start()] + sentence[found.end() :]
+    return set(analyze(sentence))
+
+
+def _names_quantity(query: str) -> bool:
+    """Whether ``query`` states a number with a unit ("bounced 17 days ago"): it may ask about a threshold."""
+    return any(set(analyze(unit)) & UNIT_WORDS for unit in re.findall(r"(?<![\w.])\d+(?:\.\d+)?\s*([A-Za-z]+)", query))
+
+
+def _names_by_number(text: str, found: re.Match[str]) -> bool:
+    """Whether the number ``found`` in ``text`` is part of a name: after a capitalised word, before no unit."""
+    before = re.search(r"([A-Za-z][\w'-]*)\s+$", text[: found.start()])
+    after = re.match(r"\s*([A-Za-z]+)", text[found.end() :])
+    if before is None or not before.group(1)[0].isupper() or not found.group().isdigit():
+        return False
+    return after is None or not set(analyze(after.group(1))) & UNIT_WORDS
 
 
 def _counts_asked(query: str, candidate: Candidate) -> bool:
@@ -309,9 +384,15 @@ def names_value(query: str, value: Any, texts: Sequence[str]) -> bool:
 
 
 def _names_thing(word: str, number: str, texts: Sequence[str]) -> bool:
-    """Whether the notes write ``word number`` as a name: capitalised, not where a sentence starts."""
-    name = re.compile(rf"(?<=[a-z0-9,;:(] ){re.escape(word[:1].upper() + word[1:].lower())} {re.escape(number)}(?!\w)")
-    return any(name.search(text) for text in texts)
+    """Whether the notes write ``word number`` as a name: capitalised, inside a sentence or before a comma or
+    full stop ("Plot 14, next to the gate" names a plot where "Every 14 days" states a value)."""
+    name = re.compile(rf"(?<!\w){re.escape(word[:1].upper() + word[1:].lower())} {re.escape(number)}(?!\w)")
+    for text in texts:
+        for found in name.finditer(text):
+            inside = re.search(r"[a-z0-9,;:(] $", text[: found.start()]) is not None
+            if inside or re.match(r"[,;:.)]|$", text[found.end() :]):
+                return True
+    return False
 
 
 def mentions(text: str, value: Any) -> bool:
