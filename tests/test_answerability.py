@@ -647,6 +647,39 @@ def test_the_contested_fact_still_abstains_when_a_tied_sentence_names_a_fridge(t
     assert packet.abstention_reason == "unresolved_conflict"
 
 
+@pytest.mark.parametrize(
+    ("question", "blocks"),
+    [
+        ("My son is 17 in June, can he sign up as a member?", True),  # a case: "is 17" is no name, so the
+        # sentence holding "sign up" beside the contested age does not make it a question about signing up
+        ("Do new members have to book an induction with a shop lead?", False),  # another sentence of the section
+        ("Is my fob issued at the end of the induction?", False),
+    ],
+)
+def test_a_question_stating_a_case_with_a_number_still_asks_about_the_tie(question: str, blocks: bool) -> None:
+    eligible = [
+        _passage(
+            "terms#joining",
+            "Members must be at least 16 years old. New members sign up at the front desk and book an "
+            "induction with a shop lead.",
+            member_min_age_years=16,
+        ),
+        _passage(
+            "handbook#becoming-a-member",
+            "You can join from age 18. Your door fob is issued at the end of the induction.",
+            member_min_age_years=18,
+        ),
+    ]
+    ranked = ["terms#joining", "handbook#becoming-a-member"]
+    confident = Judgement(0.9, 0.35, {pid: 0.9 - i / 10 for i, pid in enumerate(ranked)}, 0.02)
+    sides = (
+        Side("terms#joining", "terms.md", 16, "authoritative", None),
+        Side("handbook#becoming-a-member", "handbook.md", 18, "authoritative", None),
+    )
+    tie = ConflictDraft("member_min_age_years", sides, "unresolved")
+    assert _blocks_question(tie, confident, eligible, question) is blocks
+
+
 def test_a_word_only_in_a_heading_is_not_unknown_to_the_notes(tmp_path: Path) -> None:
     notes = {"api.md": md("Partner API", {"Decision": "Partners poll order status over gRPC."})}
     with workspace(tmp_path, notes) as ws:  # "api" is in the title only: the lexical index's heading field

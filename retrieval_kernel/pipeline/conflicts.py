@@ -204,7 +204,7 @@ def _about(conflict: ConflictDraft, judged: Judgement, query: str, admissible: M
         return True
     texts = [candidate.stored.passage.text for candidate in admissible.values()]
     names_a_value = any(names_value(query, side.value, texts) for side in conflict.sides)
-    untyped = asked is None and not names_a_value and not _names_quantity(query)
+    untyped = asked is None and not _names_a_number(query, texts)
     if untyped and _asked_beside_the_values(query, conflict, admissible):
         return False  # "which shelf of Fridge 3 do leftovers go on": another sentence of a tied passage
     if leading_notes[0] in notes and names_a_value:
@@ -307,9 +307,10 @@ def _words(sentence: str, values: Sequence[Any]) -> set[str]:
     return set(analyze(sentence))
 
 
-def _names_quantity(query: str) -> bool:
-    """Whether ``query`` states a number with a unit ("bounced 17 days ago"): it may ask about a threshold."""
-    return any(set(analyze(unit)) & UNIT_WORDS for unit in re.findall(r"(?<![\w.])\d+(?:\.\d+)?\s*([A-Za-z]+)", query))
+def _names_a_number(query: str, texts: Sequence[str]) -> bool:
+    """Whether ``query`` holds a number that is not the number of a name ("17 days ago", "is 17 in June",
+    not "Fridge 3"): a question stating a case may ask about a threshold."""
+    return any(names_value(query, number, texts) for number in set(re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?!\w)", query)))
 
 
 def _names_by_number(text: str, found: re.Match[str]) -> bool:
