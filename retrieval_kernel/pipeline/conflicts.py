@@ -171,7 +171,7 @@ def _about(conflict: ConflictDraft, judged: Judgement, query: str, admissible: M
     assessment section), or
     when the best answer is a side's and the question names a side's value, or when the two best
     answering passages are the two passages that state the values. Before those last two, a question
-    that asks for no typed value and names no value or quantity is about something else when a sentence
+    that asks for no typed value and states no number (but a name's) is about something else when a sentence
     of a tied passage that states no value holds more of its own words than any sentence that states
     one ("which shelf of Fridge 3 do leftovers go on", beside how many days they keep).
     """
@@ -246,12 +246,7 @@ def _asked_beside_the_values(query: str, conflict: ConflictDraft, admissible: Ma
     """
     own = _own_words(query, conflict)
     values = [side.value for side in conflict.sides]
-    beside = [
-        len(own & _words(sentence, values))
-        for pid in sorted(_stating_passages(conflict, admissible))
-        for sentence in _SENTENCE.split(admissible[pid].stored.passage.text)
-        if not any(_states(sentence, value) for value in values)
-    ]
+    beside = [len(own & _words(s, values)) for s, states in _tied_sentences(conflict, admissible) if not states]
     return bool(own) and max(beside, default=0) > _held_by_stating(own, conflict, admissible)
 
 
@@ -263,15 +258,18 @@ def _own_words(question: str, conflict: ConflictDraft) -> set[str]:
 def _held_by_stating(own: set[str], conflict: ConflictDraft, admissible: Mapping[str, Candidate]) -> int:
     """The most of ``own`` that one sentence stating a tied value holds, over the tied passages."""
     values = [side.value for side in conflict.sides]
-    return max(
-        (
-            len(own & _words(sentence, values))
-            for pid in sorted(_stating_passages(conflict, admissible))
-            for sentence in _SENTENCE.split(admissible[pid].stored.passage.text)
-            if any(_states(sentence, value) for value in values)
-        ),
-        default=0,
-    )
+    held = [len(own & _words(s, values)) for s, states in _tied_sentences(conflict, admissible) if states]
+    return max(held, default=0)
+
+
+def _tied_sentences(conflict: ConflictDraft, admissible: Mapping[str, Candidate]) -> list[tuple[str, bool]]:
+    """Each sentence of the tied passages that state their value, and whether it states one of the tie's values."""
+    values = [side.value for side in conflict.sides]
+    return [
+        (sentence, any(_states(sentence, value) for value in values))
+        for pid in sorted(_stating_passages(conflict, admissible))
+        for sentence in _SENTENCE.split(admissible[pid].stored.passage.text)
+    ]
 
 
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n\s*\n")
@@ -291,8 +289,7 @@ def _states(text: str, value: Any) -> bool:
     wanted = str(value).strip()
     if wanted and any(not _names_by_number(text, found) for found in _whole(wanted).finditer(text)):
         return True
-    number = str(value).strip()
-    return number.isdigit() and int(number) < len(_NUMBER_NAMES) and mentions(text, _NUMBER_NAMES[int(number)])
+    return wanted.isdigit() and int(wanted) < len(_NUMBER_NAMES) and mentions(text, _NUMBER_NAMES[int(wanted)])
 
 
 def _words(sentence: str, values: Sequence[Any]) -> set[str]:
