@@ -123,6 +123,11 @@ AS_OF = "2026-11-30"
         ("What's the IBAN for paying the hall hire?", "identifier"),
         ("What's the postcode of the depot?", "identifier"),
         ("Which postcode areas do we deliver to?", "identifier"),
+        # after policy-holdout31's score: a company number, a possessive before it, bank details
+        ("What's the company number for Ashgarth Makers?", "identifier"),
+        ("What's the farm's registered charity number?", "identifier"),
+        ("I'd like to donate by bank transfer. What are your bank details?", "identifier"),
+        ("Which bank do we use?", "organisation"),
         ("When will the new timetable be available?", "date"),
         ("Is the timetable available online?", None),
         # after policy-holdout27's score: a start is answered by a date or a time

@@ -131,11 +131,11 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         "identifier",
         "a reference or registration number",
         # asked for ("what's the registration number of ..."), not only named ("my part number came back empty")
-        r"\b(?:what|which)(?:'s| is| are| was)? (?:the |our |its |their |a |an )?(?:[\w-]+ ){0,2}(?:registration|reg|"
-        r"serial|licen[cs]e|account|reference|ref|order|invoice|job|booking|case|policy|vat|charity|model|part|tracking|"
-        r"membership|permit) (?:number|no\.?|code)s?\b|"
-        r"\b(?:what|which)(?:'s| is| are| was)? (?:the |our |its |their |my |your |a |an )?(?:[\w-]+ ){0,2}"
-        r"(?:iban|bic|swift code|sort code|post ?code|zip code|eircode)s?\b|"
+        r"\b(?:what|which)(?:'s| is| are| was)? (?:the |our |its |their |a |an )?(?:[\w'-]+ ){0,2}(?:registration|reg|"
+        r"serial|licen[cs]e|account|reference|ref|order|invoice|job|booking|case|policy|vat|charity|company|model|part|"
+        r"tracking|membership|permit) (?:number|no\.?|code)s?\b|"
+        r"\b(?:what|which)(?:'s| is| are| was)? (?:the |our |its |their |my |your |a |an )?(?:[\w'-]+ ){0,2}"
+        r"(?:iban|bic|swift code|sort code|post ?code|zip code|eircode|(?:bank|account) details)s?\b|"
         r"\bwhat(?:'s| is| was)? (?:the |our |its |their )?(?:[\w-]+ ){0,2}(?:registration|reg plate|number plate) "
         r"of\b",
         # a code mixing capitals and digits ("FX-2291", "KD19 BXL", "CHY 20419"), or a long run of digits
