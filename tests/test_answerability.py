@@ -680,6 +680,38 @@ def test_a_question_stating_a_case_with_a_number_still_asks_about_the_tie(questi
     assert _blocks_question(tie, confident, eligible, question) is blocks
 
 
+@pytest.mark.parametrize(
+    ("question", "blocks"),
+    [
+        ("Can I put the leftover cakes in Fridge 4?", False),  # the question names Fridge 4 itself
+        ("How many days can a cake be displayed?", True),
+        ("Can cakes be displayed for 4 days?", True),
+    ],
+)
+def test_a_question_naming_the_numbered_thing_asks_about_its_sentence(question: str, blocks: bool) -> None:
+    eligible = [
+        _passage(
+            "safety#cakes",
+            "Home baked cakes are displayed for at most 3 days from baking. Cakes are never stored in Fridge 4, "
+            "which is for dairy only.",
+            cake_display_days=3,
+        ),
+        _passage(
+            "buffet#cakes",
+            "Cakes sold in the buffet car are good for up to 4 days from baking. They sit on Shelf 3 of the counter.",
+            cake_display_days=4,
+        ),
+    ]
+    ranked = ["safety#cakes", "buffet#cakes"]
+    confident = Judgement(0.9, 0.35, {pid: 0.9 - i / 10 for i, pid in enumerate(ranked)}, 0.02)
+    sides = (
+        Side("safety#cakes", "safety.md", 3, "authoritative", None),
+        Side("buffet#cakes", "buffet.md", 4, "authoritative", None),
+    )
+    tie = ConflictDraft("cake_display_days", sides, "unresolved")
+    assert _blocks_question(tie, confident, eligible, question) is blocks
+
+
 def test_a_word_only_in_a_heading_is_not_unknown_to_the_notes(tmp_path: Path) -> None:
     notes = {"api.md": md("Partner API", {"Decision": "Partners poll order status over gRPC."})}
     with workspace(tmp_path, notes) as ws:  # "api" is in the title only: the lexical index's heading field

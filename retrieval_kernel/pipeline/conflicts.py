@@ -228,11 +228,11 @@ def _answered_beside(query: str, conflict: ConflictDraft, side: Candidate, admis
         if kind is None or not own:
             return False
         beside = [
-            len(own & _words(sentence, values))
+            len(own & _words(sentence, values, query))
             for sentence in stating_sentences(side.stored.passage.text, kind)
             if not any(_states(sentence, value) for value in values)
         ]
-        if max(beside, default=0) <= _held_by_stating(own, conflict, admissible):
+        if max(beside, default=0) <= _held_by_stating(own, query, conflict, admissible):
             return False
     return True
 
@@ -246,8 +246,9 @@ def _asked_beside_the_values(query: str, conflict: ConflictDraft, admissible: Ma
     """
     own = _own_words(query, conflict)
     values = [side.value for side in conflict.sides]
-    beside = [len(own & _words(s, values)) for s, states in _tied_sentences(conflict, admissible) if not states]
-    return bool(own) and max(beside, default=0) > _held_by_stating(own, conflict, admissible)
+    tied = _tied_sentences(conflict, admissible)
+    beside = [len(own & _words(s, values, query)) for s, states in tied if not states]
+    return bool(own) and max(beside, default=0) > _held_by_stating(own, query, conflict, admissible)
 
 
 def _own_words(question: str, conflict: ConflictDraft) -> set[str]:
@@ -255,10 +256,10 @@ def _own_words(question: str, conflict: ConflictDraft) -> set[str]:
     return set(content_terms(question)) - TYPE_WORDS - set(_key_terms(conflict.proposition))
 
 
-def _held_by_stating(own: set[str], conflict: ConflictDraft, admissible: Mapping[str, Candidate]) -> int:
+def _held_by_stating(own: set[str], query: str, conflict: ConflictDraft, admissible: Mapping[str, Candidate]) -> int:
     """The most of ``own`` that one sentence stating a tied value holds, over the tied passages."""
     values = [side.value for side in conflict.sides]
-    held = [len(own & _words(s, values)) for s, states in _tied_sentences(conflict, admissible) if states]
+    held = [len(own & _words(s, values, query)) for s, states in _tied_sentences(conflict, admissible) if states]
     return max(held, default=0)
 
 
@@ -292,15 +293,18 @@ def _states(text: str, value: Any) -> bool:
     return wanted.isdigit() and int(wanted) < len(_NUMBER_NAMES) and mentions(text, _NUMBER_NAMES[int(wanted)])
 
 
-def _words(sentence: str, values: Sequence[Any]) -> set[str]:
-    """The analysed words of ``sentence`` without the names numbered like a value ("Fridge 3" when 3 is one):
-    a question about "the fridge" does not ask about that sentence's other facts for naming it."""
+def _words(sentence: str, values: Sequence[Any], question: str) -> set[str]:
+    """The analysed words of ``sentence`` without the names numbered like a value ("Fridge 3" when 3 is one)
+    that ``question`` does not name itself: a question about "the fridge" does not ask about that sentence's
+    other facts for naming it, while "can cakes go in Fridge 4" asks about the sentence naming Fridge 4."""
     for value in {str(value).strip() for value in values}:
         if value:
             names = [m for m in _whole(value).finditer(sentence) if _names_by_number(sentence, m)]
             for found in reversed(names):
-                start = re.search(r"[A-Za-z][\w'-]*\s+$", sentence[: found.start()])
-                sentence = sentence[: start.start() if start else found.start()] + sentence[found.end() :]
+                word = re.search(r"([A-Za-z][\w'-]*)\s+$", sentence[: found.start()])
+                if word and re.search(rf"(?<!\w){re.escape(word.group(1))}\s+{re.escape(value)}(?!\w)", question, re.I):
+                    continue
+                sentence = sentence[: word.start() if word else found.start()] + sentence[found.end() :]
     return set(analyze(sentence))
 
 
