@@ -657,27 +657,18 @@ def test_the_contested_fact_still_abstains_when_a_tied_sentence_names_a_fridge(t
     ],
 )
 def test_a_question_stating_a_case_with_a_number_still_asks_about_the_tie(question: str, blocks: bool) -> None:
-    eligible = [
-        _passage(
-            "terms#joining",
-            "Members must be at least 16 years old. New members sign up at the front desk and book an "
-            "induction with a shop lead.",
-            member_min_age_years=16,
-        ),
-        _passage(
-            "handbook#becoming-a-member",
-            "You can join from age 18. Your door fob is issued at the end of the induction.",
-            member_min_age_years=18,
-        ),
-    ]
-    ranked = ["terms#joining", "handbook#becoming-a-member"]
-    confident = Judgement(0.9, 0.35, {pid: 0.9 - i / 10 for i, pid in enumerate(ranked)}, 0.02)
-    sides = (
-        Side("terms#joining", "terms.md", 16, "authoritative", None),
-        Side("handbook#becoming-a-member", "handbook.md", 18, "authoritative", None),
+    first = (
+        "terms#joining",
+        "Members must be at least 16 years old. New members sign up at the front desk and book an induction "
+        "with a shop lead.",
+        16,
     )
-    tie = ConflictDraft("member_min_age_years", sides, "unresolved")
-    assert _blocks_question(tie, confident, eligible, question) is blocks
+    second = (
+        "handbook#becoming-a-member",
+        "You can join from age 18. Your door fob is issued at the end of the induction.",
+        18,
+    )
+    assert _blocks_tied_pair("member_min_age_years", first, second, question) is blocks
 
 
 @pytest.mark.parametrize(
@@ -689,27 +680,30 @@ def test_a_question_stating_a_case_with_a_number_still_asks_about_the_tie(questi
     ],
 )
 def test_a_question_naming_the_numbered_thing_asks_about_its_sentence(question: str, blocks: bool) -> None:
-    eligible = [
-        _passage(
-            "safety#cakes",
-            "Home baked cakes are displayed for at most 3 days from baking. Cakes are never stored in Fridge 4, "
-            "which is for dairy only.",
-            cake_display_days=3,
-        ),
-        _passage(
-            "buffet#cakes",
-            "Cakes sold in the buffet car are good for up to 4 days from baking. They sit on Shelf 3 of the counter.",
-            cake_display_days=4,
-        ),
-    ]
-    ranked = ["safety#cakes", "buffet#cakes"]
-    confident = Judgement(0.9, 0.35, {pid: 0.9 - i / 10 for i, pid in enumerate(ranked)}, 0.02)
-    sides = (
-        Side("safety#cakes", "safety.md", 3, "authoritative", None),
-        Side("buffet#cakes", "buffet.md", 4, "authoritative", None),
+    first = (
+        "safety#cakes",
+        "Home baked cakes are displayed for at most 3 days from baking. Cakes are never stored in Fridge 4, "
+        "which is for dairy only.",
+        3,
     )
-    tie = ConflictDraft("cake_display_days", sides, "unresolved")
-    assert _blocks_question(tie, confident, eligible, question) is blocks
+    second = (
+        "buffet#cakes",
+        "Cakes sold in the buffet car are good for up to 4 days from baking. They sit on Shelf 3 of the counter.",
+        4,
+    )
+    assert _blocks_tied_pair("cake_display_days", first, second, question) is blocks
+
+
+def _blocks_tied_pair(key: str, first: tuple[str, str, int], second: tuple[str, str, int], question: str) -> bool:
+    """Whether ``question`` is about the unresolved tie on ``key`` between two passages ``(id, text, value)``,
+    confidently judged to answer it in that order."""
+    eligible = [_passage(pid, text, **{key: value}) for pid, text, value in (first, second)]
+    ranked = [first[0], second[0]]
+    confident = Judgement(0.9, 0.35, {pid: 0.9 - i / 10 for i, pid in enumerate(ranked)}, 0.02)
+    sides = tuple(
+        Side(pid, f"{pid.split('#')[0]}.md", value, "authoritative", None) for pid, _, value in (first, second)
+    )
+    return _blocks_question(ConflictDraft(key, sides, "unresolved"), confident, eligible, question)
 
 
 def test_a_word_only_in_a_heading_is_not_unknown_to_the_notes(tmp_path: Path) -> None:
