@@ -29,13 +29,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from reader_experiment import encode_pairs, fine_tune  # scripts/ is on sys.path when a script runs
 from sklearn.metrics import roc_auc_score
 
 from retrieval_kernel.applicability.calibration import Thresholds
@@ -62,8 +62,6 @@ SEEN_SETS = (
 LEADING = 6  # candidates in fused order read per question
 TRAIN_LEADING = 4  # of which the reader is trained on
 MAX_TOKENS = 128
-BATCH = 16
-SEED = 0
 
 
 def reader_text(candidate: Any) -> str:
@@ -146,49 +144,14 @@ def train(
     positive_weight: float = 3.0,
 ) -> None:
     import torch
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer, get_linear_schedule_with_warmup
-
-    from retrieval_kernel.projections.embedding import model_dir
 
     rows = json.loads(seen_path.read_text(encoding="utf-8"))
     held = [r for r in rows if r["set"].split(":")[0] in test_sets]
     taught = [r for r in rows if r["set"].split(":")[0] not in test_sets]
-    random.seed(SEED)
-    torch.manual_seed(SEED)
-    torch.set_num_threads(2)
-    tokenizer = AutoTokenizer.from_pretrained(model_dir())
-    model = AutoModelForSequenceClassification.from_pretrained(model_dir(), num_labels=1)
-    pairs = pairs_of(taught)
-    per_epoch = (len(pairs) + BATCH - 1) // BATCH
-    optimiser = torch.optim.AdamW(model.parameters(), lr=rate, weight_decay=0.01)
-    schedule = get_linear_schedule_with_warmup(optimiser, per_epoch * epochs // 10, per_epoch * epochs)
     started = time.time()
+    pairs = pairs_of(taught)
     print(f"{len(taught)} questions, {len(pairs)} pairs", file=sys.stderr, flush=True)
-    model.train()
-    for epoch in range(epochs):
-        random.shuffle(pairs)
-        total = 0.0
-        for step in range(per_epoch):
-            batch = pairs[step * BATCH : (step + 1) * BATCH]
-            logits = model(**_encode(tokenizer, batch)).logits.squeeze(-1)
-            loss = torch.nn.functional.binary_cross_entropy_with_logits(
-                logits, torch.tensor([p[2] for p in batch]), pos_weight=torch.tensor(positive_weight)
-            )
-            total += float(loss)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimiser.step()
-            schedule.step()
-            optimiser.zero_grad()
-        print(
-            f"epoch {epoch + 1}: {time.time() - started:.0f} s, mean loss {total / per_epoch:.4f}",
-            file=sys.stderr,
-            flush=True,
-        )
-    model.eval()
-    if save is not None:
-        model.save_pretrained(save)
-        tokenizer.save_pretrained(save)
+    model, tokenizer = fine_tune(pairs, epochs, save, rate, positive_weight, MAX_TOKENS)
     scores: dict[str, dict[str, float]] = {}
     with torch.no_grad():
         for row in held:
@@ -197,7 +160,8 @@ def train(
             if not batch:
                 scores[f"{row['set']}/{row['id']}"] = {}
                 continue
-            probabilities = torch.sigmoid(model(**_encode(tokenizer, batch)).logits.squeeze(-1)).reshape(-1).tolist()
+            encoded = encode_pairs(tokenizer, batch, MAX_TOKENS)
+            probabilities = torch.sigmoid(model(**encoded).logits.squeeze(-1)).reshape(-1).tolist()
             scores[f"{row['set']}/{row['id']}"] = {c["record"]: p for c, p in zip(leading, probabilities, strict=True)}
     output.write_text(
         json.dumps(
@@ -205,13 +169,6 @@ def train(
         ),
         encoding="utf-8",
     )
-
-
-def _encode(tokenizer: Any, batch: Sequence[tuple[str, str, float]]) -> Any:
-    return tokenizer(
-        [p[0] for p in batch], [p[1] for p in batch], truncation="only_second", max_length=MAX_TOKENS,
-        padding=True, return_tensors="pt",
-    )  # fmt: skip
 
 
 # ---------------------------------------------------------------- replay

@@ -168,6 +168,33 @@ def _sentences(s: Seen) -> list[str]:
 def cross_encoder(train: Sequence[Seen], test: Sequence[Seen], epochs: int, save: Path | None = None) -> np.ndarray:
     """Each test pair's probability that the passage answers, from MiniLM fine-tuned as a cross-encoder."""
     import torch
+
+    model, tokenizer = fine_tune(pairs_of(train), epochs, save)
+    test_pairs = pairs_of(test)
+    scores: list[float] = []
+    with torch.no_grad():
+        for start in range(0, len(test_pairs), 32):
+            batch = test_pairs[start : start + 32]
+            encoded = encode_pairs(tokenizer, batch)
+            scores.extend(torch.sigmoid(model(**encoded).logits.squeeze(-1)).tolist())
+    return np.asarray(scores)
+
+
+def fine_tune(
+    pairs: Sequence[tuple[str, str, float]],
+    epochs: int,
+    save: Path | None = None,
+    rate: float = 3e-5,
+    positive_weight: float | None = None,
+    max_tokens: int = MAX_TOKENS,
+) -> tuple[Any, Any]:
+    """The shipped all-MiniLM-L6-v2 weights fine-tuned as a cross-encoder (a new one-logit head) on
+    ``(question, text, label)`` pairs: ``(model, tokenizer)``, the model in eval mode, kept in ``save`` if given.
+
+    Fixed seeds, torch on two threads, AdamW with a linear schedule (a tenth of the steps warming up);
+    ``positive_weight`` weighs the positives' loss (``None``: unweighted). Prints each epoch's time and loss.
+    """
+    import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer, get_linear_schedule_with_warmup
 
     from retrieval_kernel.projections.embedding import model_dir
@@ -177,43 +204,40 @@ def cross_encoder(train: Sequence[Seen], test: Sequence[Seen], epochs: int, save
     torch.set_num_threads(2)
     tokenizer = AutoTokenizer.from_pretrained(model_dir())
     model = AutoModelForSequenceClassification.from_pretrained(model_dir(), num_labels=1)
-    pairs = pairs_of(train)
+    pairs = list(pairs)
+    weight = None if positive_weight is None else torch.tensor(positive_weight)
     per_epoch = (len(pairs) + BATCH - 1) // BATCH
-    optimiser = torch.optim.AdamW(model.parameters(), lr=3e-5, weight_decay=0.01)
+    optimiser = torch.optim.AdamW(model.parameters(), lr=rate, weight_decay=0.01)
     schedule = get_linear_schedule_with_warmup(optimiser, per_epoch * epochs // 10, per_epoch * epochs)
     started = time.time()
     model.train()
     for epoch in range(epochs):
         random.shuffle(pairs)
+        total = 0.0
         for step in range(per_epoch):
             batch = pairs[step * BATCH : (step + 1) * BATCH]
-            encoded = _encode(tokenizer, batch)
-            logits = model(**encoded).logits.squeeze(-1)
-            loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, torch.tensor([p[2] for p in batch]))
+            logits = model(**encode_pairs(tokenizer, batch, max_tokens)).logits.squeeze(-1)
+            labels = torch.tensor([p[2] for p in batch])
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, labels, pos_weight=weight)
+            total += loss.item()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimiser.step()
             schedule.step()
             optimiser.zero_grad()
-        print(f"epoch {epoch + 1}: {time.time() - started:.0f} s", file=sys.stderr, flush=True)
+        elapsed = time.time() - started
+        print(f"epoch {epoch + 1}: {elapsed:.0f} s, mean loss {total / per_epoch:.4f}", file=sys.stderr, flush=True)
     model.eval()
     if save is not None:
         model.save_pretrained(save)
         tokenizer.save_pretrained(save)
-    test_pairs = pairs_of(test)
-    scores: list[float] = []
-    with torch.no_grad():
-        for start in range(0, len(test_pairs), 32):
-            batch = test_pairs[start : start + 32]
-            encoded = _encode(tokenizer, batch)
-            scores.extend(torch.sigmoid(model(**encoded).logits.squeeze(-1)).tolist())
-    return np.asarray(scores)
+    return model, tokenizer
 
 
-def _encode(tokenizer: Any, batch: Sequence[tuple[str, str, float]]) -> Any:
-    """Question and passage read together, cut to ``MAX_TOKENS`` from the passage's end."""
+def encode_pairs(tokenizer: Any, batch: Sequence[tuple[str, str, float]], max_tokens: int = MAX_TOKENS) -> Any:
+    """Question and text read together, cut to ``max_tokens`` from the text's end."""
     return tokenizer(
-        [p[0] for p in batch], [p[1] for p in batch], truncation="only_second", max_length=MAX_TOKENS,
+        [p[0] for p in batch], [p[1] for p in batch], truncation="only_second", max_length=max_tokens,
         padding=True, return_tensors="pt",
     )  # fmt: skip
 
