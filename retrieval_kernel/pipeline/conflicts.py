@@ -203,11 +203,10 @@ def _about(conflict: ConflictDraft, judged: Judgement, query: str, admissible: M
     if key and key[-1] in query_terms and (best_states_side or names_whole_key or asks_or_names(query, contested)):
         return True
     texts = [candidate.stored.passage.text for candidate in admissible.values()]
-    names_a_value = any(names_value(query, side.value, texts) for side in conflict.sides)
     untyped = asked is None and not _names_a_number(query, texts)
     if untyped and _asked_beside_the_values(query, conflict, admissible):
         return False  # "which shelf of Fridge 3 do leftovers go on": another sentence of a tied passage
-    if leading_notes[0] in notes and names_a_value:
+    if leading_notes[0] in notes and any(names_value(query, side.value, texts) for side in conflict.sides):
         return True
     stating = _stating_passages(conflict, admissible)
     return len(stating) == len(conflict.sides) and set(answering[:2]) == stating  # the two best answers disagree
@@ -222,6 +221,7 @@ def _answered_beside(query: str, conflict: ConflictDraft, side: Candidate, admis
     invoice sheet within 2 weeks", beside "Loans last 12 months" in the same section.
     """
     values = [s.value for s in conflict.sides]
+    tied = _tied_sentences(conflict, admissible)
     for part in question_parts(query):
         kind = asked_type(part)
         own = _own_words(part, conflict)
@@ -232,7 +232,7 @@ def _answered_beside(query: str, conflict: ConflictDraft, side: Candidate, admis
             for sentence in stating_sentences(side.stored.passage.text, kind)
             if not any(_states(sentence, value) for value in values)
         ]
-        if max(beside, default=0) <= _held_by_stating(own, query, conflict, admissible):
+        if max(beside, default=0) <= _held_by_stating(own, query, values, tied):
             return False
     return True
 
@@ -248,7 +248,7 @@ def _asked_beside_the_values(query: str, conflict: ConflictDraft, admissible: Ma
     values = [side.value for side in conflict.sides]
     tied = _tied_sentences(conflict, admissible)
     beside = [len(own & _words(s, values, query)) for s, states in tied if not states]
-    return bool(own) and max(beside, default=0) > _held_by_stating(own, query, conflict, admissible)
+    return bool(own) and max(beside, default=0) > _held_by_stating(own, query, values, tied)
 
 
 def _own_words(question: str, conflict: ConflictDraft) -> set[str]:
@@ -256,11 +256,9 @@ def _own_words(question: str, conflict: ConflictDraft) -> set[str]:
     return set(content_terms(question)) - TYPE_WORDS - set(_key_terms(conflict.proposition))
 
 
-def _held_by_stating(own: set[str], query: str, conflict: ConflictDraft, admissible: Mapping[str, Candidate]) -> int:
-    """The most of ``own`` that one sentence stating a tied value holds, over the tied passages."""
-    values = [side.value for side in conflict.sides]
-    held = [len(own & _words(s, values, query)) for s, states in _tied_sentences(conflict, admissible) if states]
-    return max(held, default=0)
+def _held_by_stating(own: set[str], query: str, values: Sequence[Any], tied: Sequence[tuple[str, bool]]) -> int:
+    """The most of ``own`` that one of the ``tied`` sentences stating a value holds (:func:`_tied_sentences`)."""
+    return max((len(own & _words(s, values, query)) for s, states in tied if states), default=0)
 
 
 def _tied_sentences(conflict: ConflictDraft, admissible: Mapping[str, Candidate]) -> list[tuple[str, bool]]:
