@@ -43,6 +43,12 @@ def test_a_question_held_only_by_a_question_is_asked_not_answered() -> None:
     assert not only_asks("The scout hall is booked for the jumble sale. " + QUESTION, weights, [CHAT])
 
 
+def test_two_questions_in_a_row_only_ask_and_can_be_echoed() -> None:
+    weights = _idf("key", "scout", "hall", "jumbl")
+    assert only_asks(QUESTION + " Where is it now?", weights, [CHAT])
+    assert not only_asks("I need it tonight. " + QUESTION, weights, [CHAT])  # a case told first
+
+
 def test_a_packet_abstains_when_the_notes_only_ask_the_question(tmp_path: Path) -> None:
     chat = md("Volunteers chat", {"Messages": CHAT})
     fair = md(

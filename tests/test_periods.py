@@ -280,3 +280,24 @@ def test_yesterday_is_answered_only_by_a_passage_about_the_day_before_the_clock(
         unlogged = ws.query("How many passengers did we handle yesterday?", as_of="2027-09-12")
     assert not logged.abstained and "daily-log-2027-09-10#passengers" in [item.id for item in logged.evidence]
     assert unlogged.abstained and any("asks about 11 September" in warning for warning in unlogged.warnings)
+
+
+def test_a_value_asked_of_one_week_is_read_from_that_weeks_return_only(tmp_path: Path) -> None:
+    baggage = {
+        "records/traffic-week-2027-15.md": md(
+            "Weekly traffic return, week 15",
+            {
+                "Passengers": "We handled 18420 passengers and 236 flights this week.",
+                "Baggage": "31 bags went missing this week and 29 were traced.",
+            },
+            id="traffic-week-2027-15",
+            authority="reference",
+            kind="record",
+            observed="2026-11-29",
+        )
+    }
+    with workspace(tmp_path, RETURNS | baggage, lanes=("identity", "lexical", "dense")) as ws:
+        reported = ws.query("How many bags went missing in week 15?", as_of=AS_OF)
+        unreported = ws.query("How many bags went missing in week 14?", as_of=AS_OF)
+    assert not reported.abstained and reported.evidence[0].id == "traffic-week-2027-15#baggage"
+    assert unreported.abstained and unreported.abstention_reason == "below_threshold"  # week 15's count is not it

@@ -116,7 +116,11 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         r"\bhow much (?!notice\b|time\b|warning\b)[^?]*\b(?:claim|earn|charge|cost|pay|deposit|refund)|"
         r"\b(?:hourly|daily|weekly|nightly|day|pay) rates?\b|\b(?:hourly|daily|weekly|monthly|annual|yearly) "
         r"(?:pay|wages?|salary)\b|\bwhat(?:'s| is| are)? (?:the |our |a )?(?:[\w-]+ ){0,3}(?:wages?|salary|salaries)\b|"
-        r"\bhow much (?:was|were)\b|\bpaid (?:per|an|a|by the) (?:hour|day|shift|week|month)\b",
+        r"\bhow much (?:was|were)\b|\bpaid (?:per|an|a|by the) (?:hour|day|shift|week|month)\b|"
+        # money taken in: "how much did we take in fares", "what were the takings", "what did the shop take"
+        r"\bhow much (?:did|do|does|will) [^?]*\b(?:take|took|raise|raised|make|made|earn|bring in)\b|"
+        r"\bwhat (?:were|are|was|is) (?:the |our )?(?:[\w-]+ )?takings\b|"
+        r"\bwhat did (?:the |our )?[\w -]+ take\b(?! out)",
         # a deposit, a discount or a fee is often a share of something: "a 25 percent deposit"
         r"[£$€¥]\s?\d|\b\d[\d,.]*\s?(?:pounds?|euros?|dollars?|usd|eur|gbp|chf|pence|p|cents?|k)\b|"
         rf"\b(?:eur|usd|gbp|chf)\s?\d|\bfree\b|\bno charge\b|\bat cost\b|{_SHARE}",
@@ -232,7 +236,7 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         "a time of day",
         r"(?<!within )\bwhat times?\b(?!.*\b(?:before|after|ahead|prior)\b)|\bat what (?:times?|hours?)\b|"
         r"\bwhat hour\b|"
-        r"\bopening hours\b|\bwhen does .* (?:open|close|run|finish)\b",
+        r"\bopening hours\b|\bwhen does .* (?:open|close|run|finish)\b|\bwhen (?:is|are) [^?]*\bopen\b",
         rf"\b\d{{1,2}}(?::|\.)\d{{2}}\b|\b\d{{1,2}}\s?(?:am|pm|a\.m\.|p\.m\.)\b|\bnoon\b|\bmidnight\b|"
         rf"\b\d{{4}}\s?(?:hrs|h)\b|\bo'clock\b|\b{_NUMBER}\s+(?:minutes?|mins?|hours?|hrs?)\s+"
         r"(?:before|after|ahead|prior|from)\b",
@@ -247,7 +251,8 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         "date",
         "a date",
         r"\bwhat date\b|\bwhich date\b|\bwhat year\b|\bwhich year\b|\bwhich month\b|\bwhat month\b|"
-        r"\bwhen (?:is|was|will|are|were) .*\b(?:due|deadline|expire|renew|open|launch|available)|"
+        r"\bwhen (?:is|was|will|are|were) .*\b(?:due|deadline|expire|renew|opening|launch|available)|"
+        r"\bwhen (?:will|was|were) .*\bopen|"  # "when is the shop open?" asks its hours (a time), not a date
         r"\bwhen (?:does|did|will|do|is|was) [^?]*\b(?:end|expire|run out|last (?:replac|servic|check|renew|"
         r"updat|inspect|test|calibrat|clean|repair)\w*)\b|\bwhen was [^?]*\blast\b|"
         r"\bwhen (?:do|does|did|will) [^?]*\b(?:go(?:es)? live|launch|come into force|take effect)\b",
@@ -303,7 +308,7 @@ TYPE_WORDS = frozenset(
     analyze(
         "cost costs price fee charge pay time times day days number numbers hour hours week weeks month months "
         "year years date amount percentage percent share proportion capacity phone telephone email address url "
-        "link website minimum maximum early late quickly soon far"
+        "link website minimum maximum early late quickly soon far take takings raise raised"
     )
 )
 STATED_SHARE = 0.2  # a stating sentence (with its heading) holds this much of what its passage holds of the question
@@ -379,8 +384,8 @@ def states_value(kind: AnswerType, idf: Mapping[str, float], text: str, context:
     weight that the whole passage holds (a price next to another item's name does not count).
     """
     asked = {term: weight for term, weight in idf.items() if term not in TYPE_WORDS}
-    if not asked:  # the question names nothing but the type: nothing to tell a near miss by
-        return True
+    if not asked:  # the question names nothing but the type: any value of it will do
+        return bool(stating_sentences(text, kind))
     whole = sum(weight for term, weight in asked.items() if term in holds)
     if not whole:
         return False
@@ -459,20 +464,22 @@ def asked_role(question: str) -> frozenset[str]:
 # "How much does motorcycle parking cost?": the priced thing is what the question asks the price of,
 # up to where it says for whom, per what, where or when ("a junior swim for my 9 year old"); in "what
 # does it cost to hire the sports hall" the verb is not part of it.
-_PRICED_END = r"(?:\?|$|,| if | when | for | per | at | after | from | this | today| now)"
+_PRICED_END = r"(?:\?|$|,| if | when | for | per | at | on | after | from | this | today| now)"
 _PRICED = tuple(
     re.compile(pattern + _PRICED_END, re.IGNORECASE)
     for pattern in (
         r"\bhow much (?:does|do|will|would|did) (?:it cost to |it cost for |we charge for )?(.+?) (?:cost|charge)",
         r"\bwhat (?:does|do|will|would|did) (?:it cost to |it cost for |we charge for )?(.+?) (?:cost|charge)",
-        r"\bhow much (?:is|are) (?:it (?:to|for) )?(.+?)",
+        r"\bhow much (?:is|are) (?:it to [\w-]+ |it for )?(.+?)",  # "to send a parcel": the parcel is priced
         r"\b(?:cost|charge)s? (?:us |you |me )?to (?:\w+ )(?:off |in |up )?(.+?)",  # the verb is not priced
-        r"\b(?:price|cost|fee|charge|rate)s? (?:of|for|to) (.+?)",
+        r"\b(?:price|cost|fee|charge|rate|fare)s? (?:of|for|to) (.+?)",
         r"\bwhat ((?:[\w-]+ ){0,2}[\w-]+) (?:do|does|will|would|did) (?:we|you|they|i) (?:charge|pay)\b.*?",
     )
 )
 _OWED = re.compile(r"\b(?:owed?|owing|outstanding|balance|left to pay|paid)\b", re.IGNORECASE)
-_NOT_PRICED = frozenset(analyze("it cost costs price fee charge much one each whole all every"))
+_NOT_PRICED = frozenset(
+    analyze("it cost costs price fee charge much one each whole all every these days something anything over back get")
+)
 _SAME_STEM = 4  # "photocopy" and "copies", "wheelie" and "wheeled": one term ends or begins the other
 
 
@@ -812,6 +819,11 @@ def unstated(question: str, idf: Mapping[str, float], leading: Sequence[PassageT
         return kind  # numbers appear, none beside whose number is asked ("the Markets Manager's mobile")
     if kind.name == "organisation" and not any(names_other_company(p.text, question) for p in stating):
         return kind  # the only company named is the one the question names itself
+    if kind.name == "duration" and asks_retention(question) and not any(_states_retention(p) for p in stating):
+        return kind  # lengths of time appear, none of keeping ("counts are kept in Deckcount", no period)
+    trade = asked_trade(question) if kind.name == "organisation" else frozenset()
+    if trade and not any(names_company_in_trade(p.text, p.context, question, trade) for p in stating):
+        return kind  # companies are named, none in the trade asked about ("who insures the vans?")
     return None
 
 
@@ -885,6 +897,67 @@ _PLACE = re.compile(
     r"\b(?:Row|Street|Road|Lane|Avenue|Square|Yard|Aisle|Quay|Pier|Wharf|Way|Place|Bay|Wing|Floor|Gate|Bridge|Park|"
     r"Hall|House|Station|Centre|Center|Room|Building|Block|Terrace|Close|Drive)$"
 )
+
+
+# "Which insurer ...", "who insures ...", "which cleaning company ...": the trade a company is asked for.
+# A generic word ("company", "supplier", "who supplies") names no trade; the word before it may.
+_GENERIC_TRADE = frozenset(
+    analyze(
+        "which what who company companies firm firms contractor contractors supplier suppliers supplies vendor "
+        "vendors provider providers provides agency agencies delivers collector"
+    )
+)
+
+
+def asked_trade(question: str) -> frozenset[str]:
+    """The index terms of the trade an organisation question asks for (``insur`` for "which insurance
+    company", ``pub`` for "which pub"); empty when its words name none ("which company collects ...")."""
+    found = _TYPE_NAMED["organisation"].asks.search(question)
+    if found is None:
+        return frozenset()
+    *before, noun = analyze(found[0])  # "message broker": the broker is the trade, whatever it brokers
+    return frozenset({noun} if noun not in _GENERIC_TRADE else set(before) - _GENERIC_TRADE)
+
+
+def names_company_in_trade(text: str, context: Set[str], question: str, trade: Set[str]) -> bool:
+    """Whether a sentence of ``text`` names a company other than the question's and, with the heading path
+    and the sentence before it, holds every ``trade`` term ("insured with Harbour Mutual" for ``insur``)."""
+    sentences = _SENTENCE_END.split(text)
+    for at, sentence in enumerate(sentences):
+        if not names_other_company(sentence, question):
+            continue
+        words = context | set(analyze(sentence)) | (set(analyze(sentences[at - 1])) if at else set())
+        if all(holds_stem(words, term) for term in trade):
+            return True
+    return False
+
+
+# "How long do we keep the door logs?", "how long is lost property held?": how long something is kept.
+_RETENTION_ASKED = re.compile(
+    r"\bhow long (?:do|does|should|must|will|are|is|have)\b(?:\s+[\w'\u2019-]+){0,6}?\s+"
+    r"(?:keep|kept|hold|held|retain|retained|store|stored)\b|\bretention (?:period|time)\b",
+    re.IGNORECASE,
+)
+_RETENTION_WORDS = frozenset(
+    analyze(
+        "keep kept keeps keeping hold held holds retain retained retention store stored delete deleted destroy "
+        "destroyed"
+    )
+)
+
+
+def asks_retention(question: str) -> bool:
+    """Whether ``question`` asks how long something is kept (a retention period)."""
+    return bool(_RETENTION_ASKED.search(question))
+
+
+def _states_retention(passage: PassageText) -> bool:
+    """Whether a sentence of ``passage`` stating a length of time says (with its heading path) what is kept."""
+    duration = _TYPE_NAMED["duration"]
+    return any(
+        (passage.context | set(analyze(sentence))) & _RETENTION_WORDS
+        for sentence in stating_sentences(passage.text, duration)
+    )
 
 
 def names_other_company(text: str, question: str) -> bool:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import re
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
@@ -68,6 +69,14 @@ QUESTION_FEATURES = (
     "unknown",
 )
 LEXICAL_ONLY = frozenset({"coverage", "rare_miss", "intro", "best_coverage", "top_coverage", "least_miss", "unknown"})
+
+# "last week", "this year", "in week 14": when a value is asked of, which a note states as its own week or year
+# (a return's note name holds "14": it must not count as the value's subject)
+_ASKED_PERIOD = re.compile(
+    r"\b(?:last|this|next|previous)\s+(?:week|month|year|weekend|night|season|term|quarter|summer|winter)\b|"
+    r"\b(?:week|wk)\s*\d{1,2}\b",
+    re.IGNORECASE,
+)
 
 # Words that ask rather than say what about (the analyzer already drops English stop words).
 QUESTION_WORDS = frozenset(
@@ -343,11 +352,15 @@ class Judge:
         ordered = pair is self.models.hybrid
         unknown = leading[0].unknown if leading else 0.0
         reading = stating_candidates(ranked, named)
+        week, day = asked_week(query), asked_day(query, as_of)
+        about = _about_period(reading, week, day)
         missing, closest = self.unstated_value(query, reading, unseen, dense=pair is self.models.hybrid)
-        week = asked_week(query)
+        if missing is None and about and len(about) < len(reading):
+            # a value asked of one week or day is read from the passages about it (week 24's takings do
+            # not answer "what did we take in week 23?"); with none about it, that lack is the reason
+            missing, closest = self.unstated_value(query, about, unseen, dense=pair is self.models.hybrid)
         if week is not None and any(names_week(_identity_texts(c.stored), week) for c in reading):
             week = None
-        day = asked_day(query, as_of)
         if day is not None and any(names_day(_identity_texts(c.stored), day) for c in reading):
             day = None
         unscheduled = as_of is not None and self.unscheduled(query, reading, as_of, unseen)
@@ -408,7 +421,7 @@ class Judge:
         parts = question_parts(query)
         if any(asked_type(part) is None for part in parts):
             return None, None
-        idf, _ = self._idf(content_terms(query), unseen)
+        idf, _ = self._idf(content_terms(_ASKED_PERIOD.sub(" ", query)), unseen)  # "last week" is when, not what
         read = [
             PassageText(c.stored.passage.text, _context_words(c.stored), _words(c.stored), _title(c.stored))
             for c in leading
@@ -530,6 +543,16 @@ def stating_candidates(ranked: Sequence[Candidate], named: Set[str]) -> list[Can
     if not any(c.id in named for c in leading):
         return leading
     return leading + [c for c in ranked[TYPED_LEADING:] if c.id not in named][:1]
+
+
+def _about_period(reading: Sequence[Candidate], week: int | None, day: tuple[int, int] | None) -> list[Candidate]:
+    """The ``reading`` passages about the asked ``week`` and ``day`` (each when asked); all when neither is."""
+    return [
+        c
+        for c in reading
+        if (week is None or names_week(_identity_texts(c.stored), week))
+        and (day is None or names_day(_identity_texts(c.stored), day))
+    ]
 
 
 def _ran(runs: Mapping[str, LaneRun]) -> list[LaneRun]:

@@ -25,11 +25,13 @@ _FAQ_QUESTION = re.compile(r"\s*(?:#|\W*(?:Q|Question)\s*\d*\s*[:.)])", re.IGNOR
 def only_asks(question: str, idf: Mapping[str, float], texts: Sequence[str]) -> bool:
     """Whether ``texts`` ask ``question`` (its content terms weigh ``idf``) rather than answer it.
 
-    Only a question of one sentence can be echoed: a case told first ("A patron is borrowing a novel
-    today ... What do I tell her?") is often told again in a chat that also asks, and answered elsewhere.
+    Only a question that only asks can be echoed ("Did anyone find the pallet jack? Where is it now?"):
+    a case told first ("A patron is borrowing a novel today ... What do I tell her?") is often told
+    again in a chat that also asks, and answered elsewhere.
     """
     mass = sum(idf.values())
-    if not mass or len(_SENTENCE.split(question.strip())) > 1:
+    sentences = [sentence for sentence in _SENTENCE.split(question.strip()) if sentence.strip()]
+    if not mass or (len(sentences) > 1 and not all(sentence.rstrip().endswith("?") for sentence in sentences)):
         return False
     asking = stating = 0.0
     for text in texts:
