@@ -982,7 +982,7 @@ _ATTRIBUTE = re.compile(
 )
 
 
-_GENERIC_ATTRIBUTE = frozenset(  # words any attribute may carry, which a note states in other words
+GENERIC_ATTRIBUTE = frozenset(  # words any attribute may carry, which a note states in other words
     analyze("limit rate daily real usual normal standard current typical size total maximum minimum max min")
 )
 
@@ -993,7 +993,7 @@ def asked_attribute(question: str) -> frozenset[str]:
     found = _ATTRIBUTE.search(question)
     if found is None:
         return frozenset()
-    return frozenset(analyze(found[1])) - TYPE_WORDS - _GENERIC_ATTRIBUTE
+    return frozenset(analyze(found[1])) - TYPE_WORDS - GENERIC_ATTRIBUTE
 
 
 def _names_attribute(passage: PassageText, kind: AnswerType, attribute: Set[str]) -> bool:

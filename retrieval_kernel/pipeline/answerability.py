@@ -40,7 +40,9 @@ from typing import TYPE_CHECKING, Any
 from ..projections.lexical import LexicalProjection, analyze, term_set
 from ..store.records import StoredPassage
 from .answer_type import AnswerType, PassageText, asked_type, question_parts, unstated, value_sentences
+from .candidates import observed_after
 from .echo import only_asks
+from .existence import asked_thing, names_thing
 from .lanes import LaneRun
 from .periods import asked_day, asked_week, asks_next, gives_coming_date, names_day, names_week
 from .undecided import says_undecided
@@ -196,6 +198,7 @@ class Judgement:
     unscheduled: bool = False  # it asks when the next one is, and no leading passage gives a coming date
     undecided: bool = False  # the passage answering best says what is asked is not decided yet
     echoed: bool = False  # the leading passages ask the question (a chat, an open point) and none answers it
+    unnamed: bool = False  # it asks whether a thing exists ("is there a lift?") and no leading passage names it
 
     @classmethod
     def unjudged(cls) -> Judgement:
@@ -227,6 +230,7 @@ class Judgement:
             or self.unscheduled
             or self.undecided
             or self.echoed
+            or self.unnamed
         )
 
     def why_not(self) -> str:
@@ -255,6 +259,11 @@ class Judgement:
         if self.echoed and self.confidence >= self.threshold:
             return (
                 "the leading passages ask this question and none answers it "
+                f"(confidence {self.confidence:.2f} otherwise)"
+            )
+        if self.unnamed and self.confidence >= self.threshold:
+            return (
+                "the question asks whether there is something no leading passage names "
                 f"(confidence {self.confidence:.2f} otherwise)"
             )
         if self.unstated is not None and self.confidence >= self.threshold:
@@ -351,7 +360,8 @@ class Judge:
         # by it put the wrong note first on 2 of the 20 workshop questions that fused rank gets right.
         ordered = pair is self.models.hybrid
         unknown = leading[0].unknown if leading else 0.0
-        reading = stating_candidates(ranked, named)
+        on_file = ranked if as_of is None else [c for c in ranked if not observed_after(c, as_of)]
+        reading = stating_candidates(on_file, named)  # a value written after the clock was not on file then
         week, day = asked_week(query), asked_day(query, as_of)
         about = _about_period(reading, week, day)
         missing, closest = self.unstated_value(query, reading, unseen, dense=pair is self.models.hybrid)
@@ -371,6 +381,8 @@ class Judge:
         )
         idf, _ = self._idf(content_terms(query), unseen)
         echoed = only_asks(query, idf, [c.stored.passage.text for c in ranked[:TYPED_LEADING]])
+        thing = asked_thing(query)
+        unnamed = bool(thing) and not names_thing((_words(c.stored) for c in reading), thing)
         return Judgement(
             confidence,
             pair.question.threshold,
@@ -386,6 +398,7 @@ class Judge:
             unscheduled=unscheduled,
             undecided=undecided,
             echoed=echoed,
+            unnamed=unnamed,
         )
 
     def unscheduled(self, query: str, leading: Sequence[Candidate], as_of: dt.date, unseen: Unseen | None) -> bool:

@@ -11,6 +11,7 @@ from typing import Any
 from ..corpus.facts import NoteFacts
 from ..corpus.status import PARTLY_SUPERSEDED
 from ..store.records import StoredPassage
+from .freshness import source_age_days
 
 INTENTS = ("orient", "verify", "plan", "audit")
 DEFAULT_INTENT = "orient"
@@ -82,6 +83,16 @@ class Candidate:
     @property
     def facts(self) -> NoteFacts:
         return self.stored.facts
+
+
+def observed_after(candidate: Candidate, as_of: dt.date) -> bool:
+    """Whether ``candidate``'s note, with no validity window, was observed after the clock: it was not on
+    file then (asked "as of 4 March", the return written on 8 March does not answer). A note with a
+    ``valid_from`` is governed by its window, however late it was written."""
+    if candidate.facts.valid_from is not None:
+        return False
+    age = source_age_days(candidate.stored.observed_at, as_of)
+    return age is not None and age < 0
 
 
 @dataclass(frozen=True)

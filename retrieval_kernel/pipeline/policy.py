@@ -64,9 +64,9 @@ from .candidates import (
     Request,
     Selection,
     effective_status,
+    observed_after,
 )
 from .conflicts import find_conflicts, mark_blocking, mentions
-from .freshness import source_age_days
 from .validity import Observations, Standing, value_key, with_partners, with_predecessors, with_successors
 
 NEAR_DUPLICATE_JACCARD = 0.8  # word-trigram overlap at which two passages say the same thing
@@ -153,14 +153,9 @@ def select(
 
 
 def _observed_after(candidate: Candidate, as_of: dt.date) -> tuple[str, str] | None:
-    """A note without a validity window is current from when it was observed: observed after the clock,
-    it was not on file then (asked "as of 4 March", the return written on 8 March does not answer). It
-    is not a better answer out of reach either (not a validity code). A note with a ``valid_from`` is
-    governed by its window, however late it was written."""
-    if candidate.facts.valid_from is not None:
-        return None
-    age = source_age_days(candidate.stored.observed_at, as_of)
-    if age is None or age >= 0:
+    """A note without a validity window is current from when it was observed (:func:`observed_after`). It
+    is not a better answer out of reach either (not a validity code)."""
+    if not observed_after(candidate, as_of):
         return None
     return NOT_YET_OBSERVED, f"observed {candidate.stored.observed_at}, after the clock {as_of.isoformat()}"
 
