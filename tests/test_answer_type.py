@@ -649,6 +649,7 @@ def test_whose_extension_is_asked() -> None:
         ("Who insures the vans?", {"insur"}),
         ("Which insurance company covers the minibus?", {"insur"}),  # a generic noun: the word before it
         ("Which message broker do order events go through?", {"broker"}),  # the trade, whatever it brokers
+        ("Which fallen stock collector does the vet call?", {"fallen", "stock"}),  # two words before a generic one
         ("Which pub is nearest the depot?", {"pub"}),
         ("Which company collects the used cooking oil?", set()),  # no trade named
         ("Who supplies our glaze materials?", set()),
@@ -703,9 +704,11 @@ def test_a_length_of_time_that_keeps_nothing_does_not_answer_how_long_records_ar
         ("When is the tack shop open?", "clock"),  # its hours, not a date
         ("When will the ceramics corner open?", "date"),
         ("When is the new textile gallery opening?", "date"),
+        ("postcode for Calloway Park for the satnav", "identifier"),  # terse
+        ("Which hours can suppliers deliver through the gate?", None),  # suppliers are not asked for
     ],
 )
-def test_money_taken_in_and_opening_hours_are_asked_in_their_own_words(question: str, kind: str | None) -> None:
+def test_takings_opening_hours_and_a_terse_postcode_ask_their_types(question: str, kind: str | None) -> None:
     found = asked_type(question)
     assert (found.name if found else None) == kind
 
@@ -721,3 +724,12 @@ def test_money_taken_in_and_opening_hours_are_asked_in_their_own_words(question:
 )
 def test_the_priced_thing_leaves_out_verbs_places_and_fillers(question: str, thing: set[str]) -> None:
     assert priced_thing(question) == thing
+
+
+def test_an_age_is_stated_as_at_least_a_number_of_years() -> None:
+    age = asked_type("How old do you have to be to steward on the car parks?")
+    assert age is not None and age.name == "age"
+    rule = "Volunteer stewards must be at least 16; stewards on the car parks must be at least 18."
+    assert stating_sentences(rule, age) == [rule]
+    assert stating_sentences("Stewards take a break of at least 30 minutes.", age) == []
+    assert stating_sentences("At least 4 people must be on the gate.", age) == []

@@ -25,6 +25,9 @@ AS_OF = "2027-03-01"
         ("Whether to buy new buses was left open until the grant decision.", True),
         ("Opening night TBC.", True),
         ("The destination of the summer tour will be decided at the April meeting.", True),
+        ("The dates of the November AGM will be set at the September meeting.", True),
+        ("The date will be fixed later.", True),
+        ("The intruder alarm will be set at 22:00 by the last keyholder.", False),  # a rule with a time
         ("Bookings will be confirmed by email within 2 days.", False),  # a rule about every booking
         ("A gate left open is reported to the section head at once.", False),  # an event, not a decision
         ("Swaps between nurses are never arranged privately.", False),  # a rule

@@ -141,7 +141,7 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         r"\b(?:what|which)(?:'s| is| are| was)? (?:the |our |its |their |my |your |a |an )?(?:[\w'-]+ ){0,2}"
         r"(?:iban|bic|swift code|sort code|post ?code|zip code|eircode|(?:bank|account) details)s?\b|"
         r"\bwhat(?:'s| is| was)? (?:the |our |its |their )?(?:[\w-]+ ){0,2}(?:registration|reg plate|number plate) "
-        r"of\b",
+        r"of\b|^\s*(?:the )?(?:post ?code|zip code|eircode)s? (?:for|of)\b",  # terse: "postcode for the satnav"
         # a code mixing capitals and digits ("FX-2291", "KD19 BXL", "CHY 20419"), or a long run of digits
         r"(?-i:\b(?=[A-Z0-9-]*\d)(?=[A-Z0-9-]*[A-Z])[A-Z0-9]{1,6}(?:[- ][A-Z0-9]{1,8}){0,3}\b)|\b\d{5,}\b",
     ),
@@ -181,7 +181,8 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
     _type(
         "organisation",
         "a company's name",
-        r"\b(?:which|what) (?:[\w-]+ )?(?:company|companies|firm|firms|contractor|contractors|supplier|suppliers|"
+        r"\b(?:which|what) (?:(?!(?:can|could|do|does|did|will|would|is|are|was|were|should|must|may)\b)[\w-]+ ){0,2}?"
+        r"(?:company|companies|firm|firms|contractor|contractors|supplier|suppliers|"
         r"vendor|vendors|provider|providers|collector|haulier|installer|caterers?|merchants?|insurers?|agency|"
         r"agencies|printers?|couriers?|accountants?|auditors?|solicitors?|brokers?|pharmac(?:y|ies)|chemists?|pubs?|"
         r"garages?|hotels?|dentists?|breweries|brewery|builders?|electricians?|plumbers?|laundr(?:y|ies)|"
@@ -216,7 +217,9 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         r"\b(?:built|bought|founded|opened|made|established|installed|planted)\b[^.]{0,30}?\b(?:19|20)\d\d\b|"
         r"\b(?:over|under|below|above)\s*(?:the age of\s*)?\d{1,2}\b|"
         r"\b\d{1,2}\s*(?:\+|and (?:over|above|under|older|younger)|or (?:over|older|under|younger))|"
-        r"\b(?:twelve|fourteen|fifteen|sixteen|seventeen|eighteen|twenty-one)\b",
+        r"\b(?:twelve|fourteen|fifteen|sixteen|seventeen|eighteen|twenty-one)\b|"
+        # "stewards must be at least 18" (not "at least 30 minutes", "at least 4 people")
+        r"\bat least \d{1,2}\b(?!\s*(?:%|percent|per|[a-z]))",
     ),
     _type(
         "measurement",

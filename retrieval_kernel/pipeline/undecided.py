@@ -26,6 +26,9 @@ UNDECIDED = re.compile(
     # "the destination will be decided at the April meeting" (not "bookings will be confirmed by email": a rule)
     r"\bwill (?:only )?be (?:decided|agreed|chosen|settled|finali[sz]ed|announced|picked|selected)\s+"
     r"(?:at|in|by|after|when|once|later|next)\b|"
+    # "the dates will be set at the September meeting" (not "the alarm will be set at 22:00")
+    r"\bwill (?:only )?be (?:set|fixed|confirmed)\s+(?:(?:at|in|by)\s+(?:the|a|our|its|next)\s+(?:[\w-]+\s+){0,2}"
+    r"(?:meeting|review|board|committee)\b|later\b|once\b|when\b|after\b)|"
     rf"\bno\s+(?:[\w-]+,?\s+){{0,7}}(?:was|were|has been|have been|is|are)\s+(?:yet\s+)?{_DECIDED}\b|"
     r"\bleft open\s+(?:until|pending|for now|for later)\b|\bstill open\s*(?:[.;]|$)|"  # "the title is still open."
     r"\b(?:tbc|tbd|tba|undecided)\b",
