@@ -275,6 +275,7 @@ def test_the_same_packet_answers_once_the_note_states_the_time(tmp_path: Path) -
         ("How many printed programmes do we need?", "programm"),  # a first word ending in -ed is no verb
         ("How many lifeguards check the pool bottom at closing?", "lifeguard"),  # a verb before "the"
         ("How many texts a minute can the system send?", "text"),
+        ("How many no shows before a society's bookings get suspended?", "show"),  # "before" ends the thing
     ],
 )
 def test_the_counted_thing_is_the_words_after_how_many(question: str, thing: str | None) -> None:
@@ -733,3 +734,15 @@ def test_an_age_is_stated_as_at_least_a_number_of_years() -> None:
     assert stating_sentences(rule, age) == [rule]
     assert stating_sentences("Stewards take a break of at least 30 minutes.", age) == []
     assert stating_sentences("At least 4 people must be on the gate.", age) == []
+
+
+def test_a_company_named_away_from_what_it_does_does_not_answer_which_company_does_it() -> None:
+    question = "Which company collects the confidential waste?"
+    weights = _idf(question) | {"confidenti": 3.0}  # the rarest word the notes hold
+    elsewhere = _read(
+        "General waste is collected by Binwell Ltd on Mondays. Confidential waste goes in the locked grey bins.",
+        "Office",
+    )
+    assert unstated(question, weights, [elsewhere]) is not None  # a company, but for the general waste
+    beside = _read("Shredall Ltd collects the confidential waste every Friday.", "Office")
+    assert unstated(question, weights, [elsewhere, beside]) is None

@@ -208,6 +208,7 @@ def test_the_day_a_past_tense_question_asks_about(question: str, day: tuple[int,
     ("question", "day"),
     [
         ("How many complaints came in yesterday?", (10, 12)),  # the day before the clock, whatever the verb
+        ("What were the bar takings last night?", (10, 12)),  # last night: the day before the clock too
         ("How many hires did we do on Saturday the 9th?", (10, 9)),  # the last 9th on or before the clock
         ("How many hires did we do on the 20th?", (9, 20)),  # after the clock's day: last month's
         ("Is the depot open on the 20th?", None),  # a rule

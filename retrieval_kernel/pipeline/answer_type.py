@@ -326,7 +326,7 @@ _ENDS_COUNTED = frozenset(
         "do does did are is was were can could should would will may might must have has had we you they there "
         "of in on at for per to go get need a an the our your their it this that under over aged with from by who "
         "which went came got took left sold made gave ran fell gone come been so far already still now today tonight "
-        "yesterday last next through",
+        "yesterday last next through before after until till during",
     )
 )
 _DETERMINERS = frozenset({"the", "our", "your", "their", "my", "its", "his", "her"})
@@ -827,6 +827,11 @@ def unstated(question: str, idf: Mapping[str, float], leading: Sequence[PassageT
     trade = asked_trade(question) if kind.name == "organisation" else frozenset()
     if trade and not any(names_company_in_trade(p.text, p.context, question, trade) for p in stating):
         return kind  # companies are named, none in the trade asked about ("who insures the vans?")
+    if kind.name == "organisation" and not trade:
+        # "which company collects the confidential waste?": a company named beside what it does
+        specific = _most_specific(idf, leading)
+        if specific and not any(names_company_in_trade(p.text, p.context, question, {specific}) for p in stating):
+            return kind
     return None
 
 
@@ -920,6 +925,12 @@ def asked_trade(question: str) -> frozenset[str]:
         return frozenset()
     *before, noun = analyze(found[0])  # "message broker": the broker is the trade, whatever it brokers
     return frozenset({noun} if noun not in _GENERIC_TRADE else set(before) - _GENERIC_TRADE)
+
+
+def _most_specific(idf: Mapping[str, float], leading: Sequence[PassageText]) -> str | None:
+    """The question's rarest word (type words aside) that a leading passage holds, or ``None``."""
+    held = [term for term in idf if term not in TYPE_WORDS and any(holds_stem(p.holds, term) for p in leading)]
+    return max(held, key=lambda term: (idf[term], term), default=None)
 
 
 def names_company_in_trade(text: str, context: Set[str], question: str, trade: Set[str]) -> bool:

@@ -42,7 +42,7 @@ _ASKING = re.compile(r"[^.!?]*\?")  # the sentences that ask ("The cranes came i
 # "How many complaints came in yesterday?" asks yesterday's record; "BK-58213 booked yesterday at 08:05 - did they
 # give enough notice?" tells a case and asks a rule: only a sentence opening with the question counts.
 _OPENS_ASKING = re.compile(r"\s*(?:how|what|who|which|when|where|did|was|were|had|have|has|any)\b", re.IGNORECASE)
-_YESTERDAY = re.compile(r"\byesterday\b", re.IGNORECASE)
+_YESTERDAY = re.compile(r"\byesterday\b|\blast night\b", re.IGNORECASE)  # "last night": the day before the clock
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _ON_WEEKDAY = re.compile(  # not "on Monday 4 October" nor "on Saturday the 9th": the date decides
     r"\bon (monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b(?!\s+(?:the\s+)?\d)", re.IGNORECASE
