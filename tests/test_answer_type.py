@@ -746,3 +746,13 @@ def test_a_company_named_away_from_what_it_does_does_not_answer_which_company_do
     assert unstated(question, weights, [elsewhere]) is not None  # a company, but for the general waste
     beside = _read("Shredall Ltd collects the confidential waste every Friday.", "Office")
     assert unstated(question, weights, [elsewhere, beside]) is None
+
+
+def test_a_month_does_not_answer_what_date() -> None:
+    question = "What date is the AGM this year?"
+    month = _read("The AGM is held in January each year, in the Hall.", "Annual general meeting")
+    assert unstated(question, _idf(question), [month]) is not None  # the month, not the day asked for
+    day = _read("The AGM is on 14 January 2038, in the Hall.", "Annual general meeting")
+    assert unstated(question, _idf(question), [month, day]) is None
+    which_month = "Which month is the AGM in?"
+    assert unstated(which_month, _idf(which_month), [month]) is None  # a month is what this one asks

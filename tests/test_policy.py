@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -17,7 +18,9 @@ import yaml
 from retrieval_kernel import Workspace
 from retrieval_kernel.errors import InputError
 from retrieval_kernel.output.packet import Evidence, Packet
+from retrieval_kernel.pipeline.answerability import Judgement
 from retrieval_kernel.pipeline.live_sources import JsonSystemOfRecord
+from retrieval_kernel.pipeline.policy import _answering_in_play
 
 FAST = ("identity", "lexical")
 AS_OF = "2026-11-30"
@@ -869,3 +872,11 @@ def test_a_superseded_note_set_aside_before_the_pool_still_shows_its_supersessio
     assert fused(ws, packet)[-1] == lead(ws, "gis.md")  # set aside: never current, ranked after the pool
     supersessions = [c for c in packet.to_dict()["conflicts"] if c["proposition"] == "supersession"]
     assert [c["resolution"] for c in supersessions] == [f"superseded({lead(ws, 'gis.md')}, by=e8)"]
+
+
+def test_the_notes_that_answer_best_are_in_play_wherever_fusion_ranked_them() -> None:
+    eligible = [SimpleNamespace(id=f"note-{i}#section", path=f"note-{i}.md") for i in range(12)]
+    judged = Judgement(0.9, 0.5, {"note-11#section": 0.9, "note-0#section": 0.5, "note-5#section": 0.01}, 0.3)
+    assert _answering_in_play(eligible, judged, top=8) == {"note-11.md", "note-0.md"}  # ranked 12th, answers best
+    assert _answering_in_play(eligible, judged, top=1) == {"note-11.md"}
+    assert _answering_in_play(eligible, Judgement(0.1, 0.5, {"note-11#section": 0.9}, 0.3), top=8) == set()

@@ -822,6 +822,8 @@ def unstated(question: str, idf: Mapping[str, float], leading: Sequence[PassageT
         return kind  # numbers appear, none beside whose number is asked ("the Markets Manager's mobile")
     if kind.name == "organisation" and not any(names_other_company(p.text, question) for p in stating):
         return kind  # the only company named is the one the question names itself
+    if kind.name == "date" and _ASKS_DAY.search(question) and not any(_states_day(p) for p in stating):
+        return kind  # a month or a year, not the day asked for ("will be held in January 2038")
     if kind.name == "duration" and asks_retention(question) and not any(_states_retention(p) for p in stating):
         return kind  # lengths of time appear, none of keeping ("counts are kept in Deckcount", no period)
     trade = asked_trade(question) if kind.name == "organisation" else frozenset()
@@ -944,6 +946,21 @@ def names_company_in_trade(text: str, context: Set[str], question: str, trade: S
         if all(holds_stem(words, term) for term in trade):
             return True
     return False
+
+
+# "What date is the AGM?" asks for a day; "the AGM will be held in January 2038" names only its month.
+_ASKS_DAY = re.compile(r"\b(?:what|which) (?:date|day)\b|\bon what date\b", re.IGNORECASE)
+_STATED_DAY = re.compile(
+    rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b\d{{1,2}}/\d{{1,2}}\b|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\b|"
+    rf"\b{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?\b(?!\d)|\b(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)\b|"
+    r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|\b(?:today|tomorrow|tonight)\b",
+    re.IGNORECASE,
+)
+
+
+def _states_day(passage: PassageText) -> bool:
+    """Whether a sentence of ``passage`` stating a date names a day (not only a month or a year)."""
+    return any(_STATED_DAY.search(sentence) for sentence in stating_sentences(passage.text, _TYPE_NAMED["date"]))
 
 
 # "How long do we keep the door logs?", "how long is lost property held?": how long something is kept.

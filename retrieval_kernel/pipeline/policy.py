@@ -117,6 +117,7 @@ def select(
         else:
             excluded.append(Exclusion(candidate, code, detail))
     in_play |= _set_aside_in_play(candidates, eligible[: max(top, CONFLICT_WINDOW)], judged)
+    in_play |= _answering_in_play(eligible, judged, top)
     present = {c.path for c in eligible} | {e.candidate.path for e in excluded}
     partners, older = [], []
     if stating_passage is not None:
@@ -158,6 +159,13 @@ def _observed_after(candidate: Candidate, as_of: dt.date) -> tuple[str, str] | N
     if not observed_after(candidate, as_of):
         return None
     return NOT_YET_OBSERVED, f"observed {candidate.stored.observed_at}, after the clock {as_of.isoformat()}"
+
+
+def _answering_in_play(eligible: Sequence[Candidate], judged: Judgement, top: int) -> set[str]:
+    """The notes of the ``top`` candidates that answer best: they lead the packet, wherever fusion ranked them,
+    so their conflicts are looked for too."""
+    leading = set(judged.leading()[:top])
+    return {c.path for c in eligible if c.id in leading}
 
 
 def _set_aside_in_play(candidates: Sequence[Candidate], window: Sequence[Candidate], judged: Judgement) -> set[str]:
