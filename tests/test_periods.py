@@ -302,25 +302,3 @@ def test_a_value_asked_of_one_week_is_read_from_that_weeks_return_only(tmp_path:
         unreported = ws.query("How many bags went missing in week 14?", as_of=AS_OF)
     assert not reported.abstained and reported.evidence[0].id == "traffic-week-2027-15#baggage"
     assert unreported.abstained and unreported.abstention_reason == "below_threshold"  # week 15's count is not it
-
-
-def test_a_value_in_a_return_written_after_the_clock_does_not_answer(tmp_path: Path) -> None:
-    def weekly(week: int, observed: str, takings: str) -> str:
-        return md(
-            f"Weekly return, week {week}",
-            {"Admissions": f"We had {1400 + week} admissions this week.", "Bar takings": takings},
-            id=f"weekly-return-week-{week}",
-            authority="reference",
-            kind="record",
-            observed=observed,
-        )
-
-    returns = {
-        "records/weekly-return-week-40.md": weekly(40, "2037-10-05", "No bar takings figure was compiled."),
-        "records/weekly-return-week-41.md": weekly(41, "2037-10-12", "The bar took 5120 euro this week."),
-    }
-    with workspace(tmp_path, returns, lanes=("identity", "lexical", "dense")) as ws:
-        before = ws.query("What were the bar takings last week?", as_of="2037-10-07")
-        after = ws.query("What were the bar takings last week?", as_of="2037-10-14")
-    assert before.abstained and before.abstention_reason == "below_threshold"  # week 41 was not on file yet
-    assert not after.abstained and after.evidence[0].id == "weekly-return-week-41#bar-takings"

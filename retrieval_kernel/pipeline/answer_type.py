@@ -509,13 +509,17 @@ def prices(text: str, context: Set[str], thing: Set[str]) -> bool:
     money = _TYPE_NAMED["money"]
     sentences = _SENTENCE_END.split(text)
     for at, sentence in enumerate(sentences):
-        if not money.states.search(sentence):
-            continue
-        # with the sentence before: "Climbing shoes are resoled by Haddon. A resole costs 45 euro a pair."
-        words = context | set(analyze(sentence)) | (set(analyze(sentences[at - 1])) if at else set())
-        if all(holds_stem(words, term) for term in thing):
+        if money.states.search(sentence) and all(
+            holds_stem(_read_with(sentences, at, context), term) for term in thing
+        ):
             return True
     return False
+
+
+def _read_with(sentences: Sequence[str], at: int, context: Set[str]) -> set[str]:
+    """The terms sentence ``at`` is read with: its own, its heading path's (``context``) and the sentence
+    before's ("Climbing shoes are resoled by Haddon. A resole costs 45 euro a pair.")."""
+    return set(context) | set(analyze(sentences[at])) | (set(analyze(sentences[at - 1])) if at else set())
 
 
 def holds_stem(words: Set[str], term: str) -> bool:
@@ -826,13 +830,11 @@ def unstated(question: str, idf: Mapping[str, float], leading: Sequence[PassageT
         return kind  # a month or a year, not the day asked for ("will be held in January 2038")
     if kind.name == "duration" and asks_retention(question) and not any(_states_retention(p) for p in stating):
         return kind  # lengths of time appear, none of keeping ("counts are kept in Deckcount", no period)
-    trade = asked_trade(question) if kind.name == "organisation" else frozenset()
-    if trade and not any(names_company_in_trade(p.text, p.context, question, trade) for p in stating):
-        return kind  # companies are named, none in the trade asked about ("who insures the vans?")
-    if kind.name == "organisation" and not trade:
-        # "which company collects the confidential waste?": a company named beside what it does
-        specific = _most_specific(idf, leading)
-        if specific and not any(names_company_in_trade(p.text, p.context, question, {specific}) for p in stating):
+    if kind.name == "organisation":
+        # a company named in the trade asked for ("who insures the vans?"), or, when the question names no trade,
+        # beside its most specific word ("which company collects the confidential waste?")
+        trade = asked_trade(question) or frozenset(filter(None, [_most_specific(idf, leading)]))
+        if trade and not any(names_company_in_trade(p.text, p.context, question, trade) for p in stating):
             return kind
     return None
 
@@ -940,10 +942,9 @@ def names_company_in_trade(text: str, context: Set[str], question: str, trade: S
     and the sentence before it, holds every ``trade`` term ("insured with Harbour Mutual" for ``insur``)."""
     sentences = _SENTENCE_END.split(text)
     for at, sentence in enumerate(sentences):
-        if not names_other_company(sentence, question):
-            continue
-        words = context | set(analyze(sentence)) | (set(analyze(sentences[at - 1])) if at else set())
-        if all(holds_stem(words, term) for term in trade):
+        if names_other_company(sentence, question) and all(
+            holds_stem(_read_with(sentences, at, context), term) for term in trade
+        ):
             return True
     return False
 

@@ -194,7 +194,8 @@ def _about(conflict: ConflictDraft, judged: Judgement, query: str, admissible: M
         return False  # "at what times are items fetched" does not ask how many items may be out at once
     if asks_for_no_value(query, contested):
         return False  # "who inspects the flying system" does not ask how many months between inspections
-    if _answered_beside(query, conflict, best_side, admissible):
+    tied = _tied_sentences(conflict, admissible)  # read once for both side-topic checks below
+    if _answered_beside(query, conflict, best_side, tied):
         return False  # "when is the signed invoice sheet back" is answered beside the contested loan period
     key = [term for term in _key_terms(conflict.proposition) if term not in UNIT_WORDS]
     query_terms = set(content_terms(query))
@@ -204,7 +205,7 @@ def _about(conflict: ConflictDraft, judged: Judgement, query: str, admissible: M
         return True
     texts = [candidate.stored.passage.text for candidate in admissible.values()]
     untyped = asked is None and not _names_a_number(query, texts)
-    if untyped and _asked_beside_the_values(query, conflict, admissible):
+    if untyped and _asked_beside_the_values(query, conflict, tied):
         return False  # "which shelf of Fridge 3 do leftovers go on": another sentence of a tied passage
     if leading_notes[0] in notes and any(names_value(query, side.value, texts) for side in conflict.sides):
         return True
@@ -212,7 +213,7 @@ def _about(conflict: ConflictDraft, judged: Judgement, query: str, admissible: M
     return len(stating) == len(conflict.sides) and set(answering[:2]) == stating  # the two best answers disagree
 
 
-def _answered_beside(query: str, conflict: ConflictDraft, side: Candidate, admissible: Mapping[str, Candidate]) -> bool:
+def _answered_beside(query: str, conflict: ConflictDraft, side: Candidate, tied: Sequence[tuple[str, bool]]) -> bool:
     """Whether each part of ``query`` is answered in a sentence of the tied ``side`` passage that states none
     of the tie's values: the one holding most of the question's own words (the key's and the type's left out),
     more of them than any sentence of the tied passages that states a value.
@@ -221,7 +222,6 @@ def _answered_beside(query: str, conflict: ConflictDraft, side: Candidate, admis
     invoice sheet within 2 weeks", beside "Loans last 12 months" in the same section.
     """
     values = [s.value for s in conflict.sides]
-    tied = _tied_sentences(conflict, admissible)
     for part in question_parts(query):
         kind = asked_type(part)
         own = _own_words(part, conflict)
@@ -237,7 +237,7 @@ def _answered_beside(query: str, conflict: ConflictDraft, side: Candidate, admis
     return True
 
 
-def _asked_beside_the_values(query: str, conflict: ConflictDraft, admissible: Mapping[str, Candidate]) -> bool:
+def _asked_beside_the_values(query: str, conflict: ConflictDraft, tied: Sequence[tuple[str, bool]]) -> bool:
     """Whether the question's own words (the key's and the type's left out) are held most by a sentence of a
     tied passage that states none of the tie's values, more than by any sentence that states one.
 
@@ -246,7 +246,6 @@ def _asked_beside_the_values(query: str, conflict: ConflictDraft, admissible: Ma
     """
     own = _own_words(query, conflict)
     values = [side.value for side in conflict.sides]
-    tied = _tied_sentences(conflict, admissible)
     beside = [len(own & _words(s, values, query)) for s, states in tied if not states]
     return bool(own) and max(beside, default=0) > _held_by_stating(own, query, values, tied)
 
