@@ -24,8 +24,10 @@ from retrieval_kernel.pipeline.answer_type import (
     asks_retention,
     counted_thing,
     counts,
+    measures,
     named_kinds,
     names_role,
+    names_whole_question,
     priced_thing,
     question_parts,
     stating_sentences,
@@ -531,7 +533,7 @@ def test_a_value_of_another_attribute_of_the_same_thing_does_not_answer() -> Non
         ("How many litres do the grease traps hold?", "volume"),
         ("How much weight can the pallet trucks lift?", "weight"),
         ("How many kilograms of stock can one trader keep?", "weight"),
-        ("What is the maximum vehicle height for the loading bay?", "length"),
+        ("What is the maximum vehicle height for the loading bay?", "height"),
         ("How many pallets fit in the loading bay?", None),  # a count of things, in no unit
         ("How long is the loading slot?", None),  # a length of time
         ("How big is the kiln room in square metres?", "area"),
@@ -756,3 +758,91 @@ def test_a_month_does_not_answer_what_date() -> None:
     assert unstated(question, _idf(question), [month, day]) is None
     which_month = "Which month is the AGM in?"
     assert unstated(which_month, _idf(which_month), [month]) is None  # a month is what this one asks
+
+
+def test_todays_role_holder_is_asked_for_the_role() -> None:
+    assert asked_role("Who is today's first aider?") == asked_role("Who is the first aider?") == {"first", "aider"}
+    log = "Duty manager: Gwen Tally. First aider: Sunny Marr."
+    assert names_role(log, frozenset(), asked_role("Who is tonight's first aider?"))
+
+
+@pytest.mark.parametrize(
+    ("text", "dimension", "says"),
+    [
+        ("The pool has a shallow end of 0.9 metres and a deep end of 2.2 metres.", "depth", True),
+        ("The lake swim loop runs from the jetty round the buoys and back, 750 metres.", "depth", False),
+        ("The licensed area reaches about 38 kilometres from the Slievecarn mast.", "height", False),
+        ("The Indoor Arena is 40 by 20 metres.", "height", False),
+        ("There are three classes: Mini at 60 cm, Junior at 80 cm and Open at 90 cm.", "height", True),  # bare
+        ("Crates are not stacked more than 4 high.", "height", True),
+        ("The towpath is 2 metres wide at the locks.", "width", True),
+        ("The towpath runs 3 km from Lock 1 to Lock 6.", "width", False),
+        ("Vans up to 7.5 tonnes use Bay 2.", "weight", True),
+    ],
+)
+def test_a_depth_height_or_width_is_a_length_said_to_be_one_or_a_bare_one(
+    text: str, dimension: str, says: bool
+) -> None:
+    assert measures(text, dimension) is says
+
+
+def test_how_deep_high_or_wide_asks_that_dimension() -> None:
+    assert asked_dimension("How deep is Wrenmere Lake at the buoys?") == "depth"
+    assert asked_dimension("How high can crates be stacked?") == "height"
+    assert asked_dimension("How wide is the towpath?") == "width"
+    lake = _read("The lake swim loop runs from the jetty round the yellow buoys and back, 750 metres.", "Lake swim")
+    question = "How deep is the lake at the buoys?"
+    assert unstated(question, _idf(question), [lake]) is not None  # a distance, not a depth
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("How long is the runway?", "extent"),
+        ("How long is the lake swim loop?", "extent"),
+        ("how long is a swimming lesson", "extent"),
+        ("How long are the concert recordings kept?", "duration"),
+        ("How long is a pass valid?", "duration"),
+        ("How long does the induction take?", "duration"),
+    ],
+)
+def test_how_long_is_a_thing_asks_a_length_of_time_or_a_distance(question: str, kind: str) -> None:
+    assert asked_type(question).name == kind  # type: ignore[union-attr]
+
+
+def test_a_distance_or_a_length_of_time_answers_how_long_a_thing_is() -> None:
+    loop = _read("The lake swim loop runs from the jetty round the yellow buoys and back, 750 metres.", "Lake swim")
+    lesson = _read("A swimming lesson lasts 30 minutes.", "Lessons")
+    assert unstated("How long is the lake swim loop?", _idf("How long is the lake swim loop?"), [loop]) is None
+    assert unstated("How long is a swimming lesson?", _idf("How long is a swimming lesson?"), [lesson]) is None
+    assert unstated("How long does a swimming lesson take?", _idf("How long does a lesson take?"), [loop])
+
+
+def test_pay_is_an_amount_not_free() -> None:
+    question = "What do lifeguards get paid an hour?"
+    free = _read("Volunteers and lifeguards swim free outside their shifts.", "Free swims")
+    assert unstated(question, _idf(question), [free]) is not None
+    paid = _read("Lifeguards are paid 13.50 pounds an hour.", "Pay")
+    assert unstated(question, _idf(question), [free, paid]) is None
+    entry = "How much does pool entry cost for lifeguards?"  # a price may be "free"
+    pool = _read("Pool entry is free for lifeguards.", "Entry")
+    assert unstated(entry, _idf(entry), [pool]) is None
+
+
+def test_a_deadline_counted_from_something_answers_when_it_is_due() -> None:
+    question = "When are grant reports due to funders?"
+    within = _read("Reports to funders are sent within 30 days of the end of each grant period.", "Grant reports")
+    assert unstated(question, _idf(question), [within]) is None
+    vague = _read("Reports to funders are signed off by the treasurer.", "Grant reports")
+    assert unstated(question, _idf(question), [vague]) is not None
+
+
+def test_a_sentence_naming_the_whole_question_states_its_value_however_far_its_embedding() -> None:
+    pool = ["The pool: The pool is 50 metres long with a shallow end of 0.9 metres and a deep end of 2.2 metres."]
+    question = "How deep is the deep end?"
+    assert names_whole_question(question, _idf(question), pool)  # "how deep" names the type; "deep end" the thing
+    float_ = ["Float: Each till starts the day with a float of 100 pounds."]
+    assert names_whole_question("How big is the till float?", _idf("How big is the till float?"), float_)
+    assert not names_whole_question("How deep is the pool?", _idf("How deep is the pool?"), pool)  # one word only
+    diving = "How deep is the deep end of the diving pool?"
+    assert not names_whole_question(diving, _idf(diving), pool)  # no diving pool named

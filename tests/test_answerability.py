@@ -149,6 +149,29 @@ def test_when_the_answer_has_expired_the_packet_says_so_instead_of_a_stand_in(tm
     assert [e.id for e in before.evidence] == ["drought#watering-days"]
 
 
+@pytest.mark.parametrize(
+    ("watering", "reason"),
+    [
+        ("Customers may water gardens on Tuesdays and Saturdays only.", "below_threshold"),  # no fine stated
+        (
+            "Customers may water gardens on Tuesdays and Saturdays only. Watering on other days brings a fine of "
+            "50 euro.",
+            "filtered_by_validity",
+        ),
+    ],
+)
+def test_an_answer_out_of_reach_states_the_value_asked_for(tmp_path: Path, watering: str, reason: str) -> None:
+    files = {
+        "drought.md": md(
+            "Drought stage 2", {"Watering days": watering}, valid_from="2026-07-01", valid_to="2026-10-31"
+        ),
+        "mains.md": md("Main breaks", {"Response": "A crew reaches a main break within 60 minutes on any day."}),
+    }
+    with workspace(tmp_path, files) as ws:
+        packet = ws.query("How much is the fine for customers watering gardens on other days?", as_of=AS_OF)
+    assert packet.abstained and packet.abstention_reason == reason
+
+
 # ---------------------------------------------------------------- conflicts block only what they are about
 
 

@@ -93,3 +93,12 @@ def test_the_open_sentence_may_hold_a_question_word_in_another_form() -> None:
     assert says_undecided(minutes, set(content_terms(question)), asked_type(question))  # contract, contractor
     other = "The Carrowbeg Cleaning contract ends in March 2028. No date for the fire drill was agreed."
     assert not says_undecided(other, set(content_terms(question)), asked_type(question))
+
+
+def test_new_says_which_one_not_what() -> None:
+    minutes = (
+        "Swim school agreed to start on 1 September 2037. A new slide was discussed but no supplier was chosen. "
+        "The paddleboard hire start date was not agreed."
+    )
+    assert not _says("When does the new swim school start?", minutes)  # the slide is new, the start is another's
+    assert _says("Which supplier will build the new slide?", minutes)

@@ -85,6 +85,16 @@ _ORGANISATION_NAME = (
     r"(?-i:\b[A-Z][\w&'\u2019-]+\s+(?:Ltd|Limited|plc|Inc|LLC)\b)"
 )
 _WEEKDAY = r"(?:mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|saturdays?|sundays?|weekdays?|weekends?)"
+# A length of time stated, and the units a length is stated in
+_STATED_DURATION = (
+    rf"\b{_NUMBER}[\s-]*(?:\w+[\s-]+)?{_TIME_UNIT}\b|\b(?:an?|half an?)\s+{_TIME_UNIT}\b|"
+    r"\b(?:daily|weekly|monthly|yearly|annually|hourly|nightly|"
+    r"quarterly|fortnightly|every)\b|\bindefinitely\b|\bforever\b|\bpermanent(?:ly)?\b|\buntil\b"
+)
+_LENGTH_UNITS = (
+    r"m|metres?|meters?|cm|centimetres?|mm|millimetres?|km|kilometres?|kilometers?|ft|feet|foot|inch(?:es)?|"
+    r"miles?|yards?"
+)
 # A date stated: ISO, a month, a year, a quarter, "4/10" (what answers "date" and part of what answers "occasion")
 _STATED_DATE = rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b{_MONTH}\b|\b(?:19|20)\d\d\b|\bq[1-4]\b|\b\d{{1,2}}/\d{{1,2}}\b"
 
@@ -259,7 +269,9 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         r"\bwhen (?:does|did|will|do|is|was) [^?]*\b(?:end|expire|run out|last (?:replac|servic|check|renew|"
         r"updat|inspect|test|calibrat|clean|repair)\w*)\b|\bwhen was [^?]*\blast\b|"
         r"\bwhen (?:do|does|did|will) [^?]*\b(?:go(?:es)? live|launch|come into force|take effect)\b",
-        _STATED_DATE,
+        # a deadline counted from something ("within 30 days of the end of each grant period") is a date too
+        rf"{_STATED_DATE}|\bwithin {_NUMBER} (?:working |business |calendar )?{_TIME_UNIT}\b|"
+        rf"\b{_NUMBER} (?:working |business |calendar )?{_TIME_UNIT} (?:after|before|from|of)\b",
     ),
     # "When is the next trustees meeting?": a date, a weekday, a time or a rule of recurrence answers. Tried after
     # "date": "when is the floor next due to be resealed" asks for a due date, which only a date states.
@@ -273,6 +285,15 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         + rf"|\b{_WEEKDAY}\b|\b\d{{1,2}}(?::|\.)\d{{2}}\b|\b(?:every|each|once a|twice a)\b|\b(?:daily|weekly|"
         r"monthly|quarterly|annually|yearly|fortnightly)\b|\b(?:today|tomorrow|tonight)\b|\bnext (?:week|month|year)\b",
     ),
+    # "How long is the lake swim loop?" is a distance as often as a length of time ("How long is the induction?");
+    # not "how long are the recordings kept?", how long something lasts
+    _type(
+        "extent",
+        "a length of time or a distance",
+        r"\bhow long (?:is|are|was|were) (?:the |a |an |our |each |this |that )?(?:[\w-]+ ){0,2}"
+        r"(?![\w-]*[^e\W]ed\b|(?:kept|held|valid|open|good|left|out|off|down|free|away|gone|shut|for)\b)[\w-]+\s*\??\s*$",
+        rf"{_STATED_DURATION}|\b\d[\d,.]*\s?(?:{_LENGTH_UNITS})\b",
+    ),
     _type(
         "duration",
         "a length of time",
@@ -282,9 +303,7 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         r"\bwithin how\b|\bhow fast (?:must|should|do|does|will|has|have)\b[^?]*\b(?:get|reach|respond|reply|arrive|"
         r"attend|answer)\b|"
         r"\bminimum gap\b|\btarget time\b|\btime limit\b|\bhow much time\b",
-        rf"\b{_NUMBER}[\s-]*(?:\w+[\s-]+)?{_TIME_UNIT}\b|\b(?:an?|half an?)\s+{_TIME_UNIT}\b|"
-        r"\b(?:daily|weekly|monthly|yearly|annually|hourly|nightly|"
-        r"quarterly|fortnightly|every)\b|\bindefinitely\b|\bforever\b|\bpermanent(?:ly)?\b|\buntil\b",
+        _STATED_DURATION,
     ),
     _type(
         "count",
@@ -435,7 +454,9 @@ _ENDS_ROLE = frozenset(
         "currently covering week weekend year month please if when these nowadays lately right here there",
     )
 )
-_NOT_ROLE_WORDS = frozenset(analyze("our my your their his her its person member staff colleague"))
+_NOT_ROLE_WORDS = frozenset(  # "today's first aider" asks who holds the role today, not a role named "today"
+    analyze("our my your their his her its person member staff colleague today tonight tomorrow yesterday")
+)
 _ROLE_NOUN = re.compile(
     r"^(?:adviser|advisor|officer|manager|lead|clerk|coordinator|supervisor|director|engineer|technician|"
     r"representative|rep|warden|champion|administrator|controller)s?$",
@@ -620,6 +641,7 @@ ANSWERED_BY: dict[str, frozenset[str]] = {  # asked type -> the value kinds that
     "percent": frozenset({"percent", "money", "number"}),
     "count": frozenset({"number", "measurement"}),  # "how many metres", "how many knots"
     "duration": frozenset({"duration", "hours", "number"}),
+    "extent": frozenset({"duration", "hours", "number", "measurement"}),
     "clock": frozenset({"clock", "hours"}),  # "opening_hour: 9" reads as hours; an interval in weeks never as a time
     "date": frozenset({"date"}),
     "occasion": frozenset({"date", "clock", "hours"}),
@@ -828,6 +850,8 @@ def unstated(question: str, idf: Mapping[str, float], leading: Sequence[PassageT
         return kind  # the only company named is the one the question names itself
     if kind.name == "date" and _ASKS_DAY.search(question) and not any(_states_day(p) for p in stating):
         return kind  # a month or a year, not the day asked for ("will be held in January 2038")
+    if kind.name == "money" and _ASKS_PAY.search(question) and not any(_AMOUNT.search(p.text) for p in stating):
+        return kind  # "volunteers swim free" does not say what lifeguards are paid
     if kind.name == "duration" and asks_retention(question) and not any(_states_retention(p) for p in stating):
         return kind  # lengths of time appear, none of keeping ("counts are kept in Deckcount", no period)
     if kind.name == "organisation":
@@ -849,11 +873,19 @@ _ASKED_DIMENSION = tuple(
             r"\bhow (?:many|much) (?:kg|kgs|kilos?|kilograms?|tonnes?|tons)\b|\bhow much weight\b|\bhow heavy\b|"
             r"\bwhat weight\b|\b(?:maximum|minimum|max|min) (?:[\w-]+ ){0,2}weight\b|\bweight limit\b",
         ),
+        # a depth, a height or a width is a length the passage says it is ("a deep end of 2.2 metres"); a
+        # distance ("the loop is 750 metres") does not say how deep the lake is
+        ("depth", r"\bhow deep\b|\bwhat depth\b|\b(?:maximum|minimum|max|min) (?:[\w-]+ ){0,2}depth\b"),
+        (
+            "height",
+            r"\bhow (?:tall|high)\b|\bwhat height\b|\b(?:maximum|minimum|max|min) (?:[\w-]+ ){0,2}height\b|"
+            r"\bheight limit\b|\bheadroom\b",
+        ),
+        ("width", r"\bhow wide\b|\bwhat width\b|\b(?:maximum|minimum|max|min) (?:[\w-]+ ){0,2}width\b"),
         (
             "length",
             r"\bhow many (?:metres|meters|feet|inches|miles|kilometres|kilometers|km|centimetres|yards)\b|"
-            r"\bhow (?:tall|wide|deep)\b|\bwhat (?:height|width|depth|length)\b|"
-            r"\b(?:maximum|minimum|max|min) (?:[\w-]+ ){0,2}(?:height|width|depth)\b|\bheight limit\b|\bheadroom\b",
+            r"\bwhat length\b",
         ),
         ("volume", r"\bhow many (?:litres|liters|gallons|millilitres|milliliters)\b|\bwhat volume\b"),
         ("power", r"\bin (?:watts|kilowatts|kw)\b|\bhow many (?:watts|kilowatts|kw)\b|\bwhat wattage\b"),
@@ -863,8 +895,7 @@ _ASKED_DIMENSION = tuple(
 _MEASURED_KINDS = frozenset({"count", "measurement", "quantity"})  # "the landing fee per tonne" is a price
 _UNITS = {
     "weight": r"kg|kgs|kilos?|kilograms?|g|grams?|tonnes?|tons?|t|lbs?",
-    "length": r"m|metres?|meters?|cm|centimetres?|mm|millimetres?|km|kilometres?|ft|feet|foot|inch(?:es)?|"
-    r"miles?|yards?",
+    "length": _LENGTH_UNITS,
     "volume": r"l|litres?|liters?|ml|millilitres?|gallons?|m3|m\u00b3|cubic",
     "power": r"w|watts?|kw|kilowatts?|mw|megawatts?",
     "area": r"m2|m\u00b2|sq\.? ?m|sq\.? ?ft|square (?:metres?|meters?|feet|foot)|hectares?|ha|acres?",
@@ -872,6 +903,19 @@ _UNITS = {
 _MEASURED = {
     dimension: re.compile(rf"(?<![\w.]){_NUMBER}\s?-?(?:{units})\b", re.IGNORECASE)
     for dimension, units in _UNITS.items()
+}
+# a depth, a height or a width is a length said to be one ("a deep end of 2.2 metres", "stacked 4 high") or a
+# bare one ("Junior at 80 cm"); a length said to be another ("reaches 38 kilometres from the mast", "40 by 20
+# metres", "round the buoys and back, 750 metres") is not
+_LENGTH_WORDS = {
+    "depth": r"deep|depths?|shallow",
+    "height": r"tall|high|heights?|headroom|clearance",
+    "width": r"wide|widths?|narrow|across",
+    "distance": r"long|lengths?|by|from|away|reach(?:es)?|distance|round|radius",
+}
+_LENGTH_NAMED = {
+    dimension: re.compile(rf"\b(?:{words})\b|\b{_NUMBER}\s+(?:{words})\b", re.IGNORECASE)
+    for dimension, words in _LENGTH_WORDS.items()
 }
 
 
@@ -881,8 +925,21 @@ def asked_dimension(question: str) -> str | None:
 
 
 def measures(text: str, dimension: str) -> bool:
-    """Whether ``text`` states a number in units of ``dimension`` ("7.5 tonnes", "2.1m", "200 litre")."""
-    return bool(_MEASURED[dimension].search(text))
+    """Whether ``text`` states a number in units of ``dimension`` ("7.5 tonnes", "2.1m", "200 litre"); a depth,
+    a height or a width is a length named as one ("2.2 metres deep", "a height limit of 2.1m")."""
+    if dimension not in _LENGTH_WORDS:
+        return bool(_MEASURED[dimension].search(text))
+    return any(_says_length_of(sentence, dimension) for sentence in _SENTENCE_END.split(text))
+
+
+def _says_length_of(sentence: str, dimension: str) -> bool:
+    """Whether ``sentence`` gives a length that is a ``dimension`` (named so, or a bare length)."""
+    named = _LENGTH_NAMED[dimension].search(sentence)
+    if named and _IS_NUMBER.match(named[0].split()[0]):
+        return True  # "not stacked more than 4 high"
+    if not _MEASURED["length"].search(sentence):
+        return False
+    return bool(named) or not any(_LENGTH_NAMED[other].search(sentence) for other in _LENGTH_WORDS)
 
 
 # "What is the Markets Manager's mobile number?": whose number is asked; another person's does not answer.
@@ -947,6 +1004,18 @@ def names_company_in_trade(text: str, context: Set[str], question: str, trade: S
         ):
             return True
     return False
+
+
+# "What do lifeguards get paid an hour?": what someone earns is an amount, never "free" or a share
+_ASKS_PAY = re.compile(
+    r"\b(?:get|gets|are|is) paid\b|\bwages?\b|\bsalar(?:y|ies)\b|\bearns?\b|\brate of pay\b|\bpay rates?\b|"
+    r"\bhourly (?:rate|pay)\b",
+    re.IGNORECASE,
+)
+_AMOUNT = re.compile(
+    r"[£$€¥]\s?\d|\b\d[\d,.]*\s?(?:pounds?|euros?|dollars?|usd|eur|gbp|chf|pence|p|cents?)\b|\b(?:eur|usd|gbp|chf)\s?\d",
+    re.IGNORECASE,
+)
 
 
 # "What date is the AGM?" asks for a day; "the AGM will be held in January 2038" names only its month.
@@ -1035,6 +1104,22 @@ def _names_attribute(passage: PassageText, kind: AnswerType, attribute: Set[str]
         if all(holds_stem(words, term) for term in attribute):
             return True
     return False
+
+
+# "How deep is the deep end?", "how big is the till float?": the word after "how" names the asked type
+_HOW_WORD = re.compile(r"\bhow ([\w-]+)", re.IGNORECASE)
+WHOLE_QUESTION = 2  # a sentence naming every word of a question that names at least this many states its value
+
+
+def names_whole_question(question: str, idf: Mapping[str, float], sentences: Sequence[str]) -> bool:
+    """Whether one of the value-stating ``sentences`` (each after its heading path) holds every word of
+    ``question`` (``idf``'s terms) but those naming the asked type, and the question names at least
+    ``WHOLE_QUESTION`` ("The pool has a deep end of 2.2 metres" states how deep the deep end is, however
+    far its embedding is from the question's)."""
+    named = set(idf) & set(analyze(_HOW_WORD.sub(" ", question))) - TYPE_WORDS
+    if len(named) < WHOLE_QUESTION:
+        return False
+    return any(all(holds_stem(words, term) for term in named) for words in map(set, map(analyze, sentences)))
 
 
 def value_sentences(question: str, idf: Mapping[str, float], leading: Sequence[PassageText]) -> list[str]:

@@ -32,14 +32,23 @@ import math
 import re
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence, Set
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..projections.lexical import LexicalProjection, analyze, term_set
 from ..store.records import StoredPassage
-from .answer_type import AnswerType, PassageText, asked_type, question_parts, unstated, value_sentences
+from .answer_type import (
+    AnswerType,
+    PassageText,
+    asked_type,
+    names_whole_question,
+    question_parts,
+    states_value,
+    unstated,
+    value_sentences,
+)
 from .candidates import observed_after
 from .echo import only_asks
 from .existence import asked_thing, names_thing
@@ -199,6 +208,9 @@ class Judgement:
     undecided: bool = False  # the passage answering best says what is asked is not decided yet
     echoed: bool = False  # the leading passages ask the question (a chat, an open point) and none answers it
     unnamed: bool = False  # it asks whether a thing exists ("is there a lift?") and no leading passage names it
+    # passages that state no value of the type asked for (read when nothing visible answers): not an answer
+    # out of reach either ("a lifeguard times each group" in an expired note does not say what they are paid)
+    unstating: frozenset[str] = frozenset()
 
     @classmethod
     def unjudged(cls) -> Judgement:
@@ -289,6 +301,10 @@ class Judgement:
     def out_of_scope(self) -> bool:
         """Whether a passage outside the caller's scopes would answer far better than anything visible."""
         return self.out_of_reach(max(self.probabilities.values(), default=0.0), self.hidden_best)
+
+    def reach_of(self, passage_id: str) -> float:
+        """How likely a passage the caller may not use answers: 0 when it states no value of the asked type."""
+        return 0.0 if passage_id in self.unstating else self.probabilities.get(passage_id) or 0.0
 
     def out_of_reach(self, usable: float, barred: float) -> bool:
         """Whether evidence the caller may not use (``barred``) answers and what it may use answers under
@@ -383,7 +399,7 @@ class Judge:
         echoed = only_asks(query, idf, [c.stored.passage.text for c in ranked[:TYPED_LEADING]])
         thing = asked_thing(query)
         unnamed = bool(thing) and not names_thing((_words(c.stored) for c in reading), thing)
-        return Judgement(
+        judgement = Judgement(
             confidence,
             pair.question.threshold,
             probabilities,
@@ -399,6 +415,27 @@ class Judge:
             undecided=undecided,
             echoed=echoed,
             unnamed=unnamed,
+        )
+        if judgement.answerable:
+            return judgement
+        return replace(judgement, unstating=self.unstating(query, [c.stored for c in ranked[:POOL_JUDGED]], unseen))
+
+    def unstating(self, query: str, passages: Sequence[StoredPassage], unseen: Unseen | None) -> frozenset[str]:
+        """The ids of ``passages`` that state no value of the type ``query`` asks for about what it asks
+        (words only; empty when it asks for no type)."""
+        parts = question_parts(query)
+        if any(asked_type(part) is None for part in parts):
+            return frozenset()
+        idf, _ = self._idf(content_terms(_ASKED_PERIOD.sub(" ", query)), unseen)
+        weights = [{term: w for term, w in idf.items() if term in set(content_terms(part))} for part in parts]
+        kinds = [kind for kind in map(asked_type, parts) if kind is not None]
+        return frozenset(
+            stored.passage.id
+            for stored in passages
+            if not any(
+                states_value(kind, own, stored.passage.text, _context_words(stored), _words(stored))
+                for kind, own in zip(kinds, weights, strict=True)
+            )
         )
 
     def unscheduled(self, query: str, leading: Sequence[Candidate], as_of: dt.date, unseen: Unseen | None) -> bool:
@@ -457,13 +494,22 @@ class Judge:
         if not sentences:
             return None, None
         closest = round(max(self.similarity(question, sentences)), 4)
-        return (asked_type(question) if closest < STATED_SIMILARITY else None), closest
+        far = closest < STATED_SIMILARITY and not names_whole_question(question, weights, sentences)
+        return (asked_type(question) if far else None), closest
 
     def hidden_best(
-        self, query: str, passages: Sequence[StoredPassage], runs: Mapping[str, LaneRun], unseen: Unseen
+        self,
+        query: str,
+        passages: Sequence[StoredPassage],
+        runs: Mapping[str, LaneRun],
+        unseen: Unseen,
+        stating: bool = False,
     ) -> float:
-        """The best passage probability among ``passages`` outside the caller's scopes (judged, never shown)."""
-        return max(self.barred(query, passages, runs, unseen).values(), default=0.0)
+        """The best passage probability among ``passages`` outside the caller's scopes (judged, never shown);
+        with ``stating``, among those stating a value of the type the question asks for."""
+        barred = self.barred(query, passages, runs, unseen)
+        unstating = self.unstating(query, passages, unseen) if stating else frozenset()
+        return max((p for pid, p in barred.items() if pid not in unstating), default=0.0)
 
     def barred(
         self, query: str, passages: Sequence[StoredPassage], runs: Mapping[str, LaneRun], unseen: Unseen

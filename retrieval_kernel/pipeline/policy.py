@@ -186,13 +186,9 @@ def _out_of_reach(
     if not judged.judged or (blocking and judged.answerable):
         return None  # a conflict the answer is about is shown, not hidden behind a stand-in
 
-    def best(candidates: Sequence[Candidate]) -> float:
-        return max((judged.of(c.pulled_in_for or c.id) or 0.0 for c in candidates), default=0.0)
-
-    usable = best(eligible)
-    invalid = best(
-        [e.candidate for e in excluded if e.code in VALIDITY_CODES and e.code != SUPERSEDED]
-    )  # a successor answers
+    usable = max((judged.of(c.pulled_in_for or c.id) or 0.0 for c in eligible), default=0.0)
+    barred = [e.candidate for e in excluded if e.code in VALIDITY_CODES and e.code != SUPERSEDED]  # a successor answers
+    invalid = max((judged.reach_of(c.pulled_in_for or c.id) for c in barred), default=0.0)  # stating the value
     if not judged.out_of_reach(usable, max(invalid, judged.hidden_best)):
         return None
     return FILTERED_BY_VALIDITY if invalid >= judged.hidden_best else FILTERED_BY_SCOPE

@@ -35,6 +35,9 @@ UNDECIDED = re.compile(
     re.IGNORECASE,
 )
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n\s*\n")
+# "When does the new swim school start?": "new" says which one, not what; "A new slide was discussed but no
+# supplier was chosen" is not about the swim school
+_WHEN_WORDS = frozenset(analyze("new next"))
 
 
 def undecided_sentences(text: str) -> list[str]:
@@ -54,7 +57,7 @@ def says_undecided(text: str, question_terms: Set[str], asked: AnswerType | None
     open_sentences = undecided_sentences(text)
     if not open_sentences:
         return False
-    own = set(question_terms) - TYPE_WORDS
+    own = set(question_terms) - TYPE_WORDS - _WHEN_WORDS
     stated = [] if asked is None else [s for s in stating_sentences(text, asked) if not UNDECIDED.search(s)]
     open_words = own & set().union(*map(analyze, open_sentences))
     if open_words and any(open_words <= set(analyze(sentence)) for sentence in stated):

@@ -407,7 +407,12 @@ class Workspace(Upkeep):
         answer exists but is not current); the question's confidence stays the pool's."""
         passages = [candidate.stored for candidate in aside[:POOL_JUDGED]]
         barred = self.judge.barred(query, passages, aside_runs, view.unseen)
-        return replace(judgement, probabilities={**barred, **judgement.probabilities})
+        unstating = frozenset() if judgement.answerable else self.judge.unstating(query, passages, view.unseen)
+        return replace(
+            judgement,
+            probabilities={**barred, **judgement.probabilities},
+            unstating=judgement.unstating | unstating,
+        )
 
     def run_lanes(
         self,
@@ -486,7 +491,8 @@ class Workspace(Upkeep):
         if not hidden:
             return judgement
         shadowed = list(self.records.passages(hidden[:POOL_JUDGED]).values())
-        return replace(judgement, hidden_best=self.judge.hidden_best(query, shadowed, runs, unseen))
+        stating = not judgement.answerable  # out of reach, a passage must state the value a typed question asks
+        return replace(judgement, hidden_best=self.judge.hidden_best(query, shadowed, runs, unseen, stating))
 
     def retrieve(
         self, query: str, lanes: Sequence[str] | None = None, scopes: Sequence[str] | str | None = None
