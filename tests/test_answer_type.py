@@ -15,6 +15,7 @@ from retrieval_kernel.pipeline.answer_type import (
     asked_attribute,
     asked_dimension,
     asked_holder,
+    asked_holiday,
     asked_kind,
     asked_rate,
     asked_role,
@@ -108,7 +109,7 @@ AS_OF = "2026-11-30"
         ("What's the padlock code for the yard gate?", "password"),
         ("Who cleared the fallen branch this morning?", "person"),
         ("When do the electric charging posts go live?", "date"),
-        ("When does the cafe open?", "clock"),  # opening hours: still a time of day
+        ("When does the cafe open?", "opening"),  # its hours, or the day a new one opens
         # the twenty-first attempt: a registration without "number", banks and other firms by trade, the
         # youngest age allowed, an area asked in square metres
         ("What's the registration of the van?", "identifier"),
@@ -846,3 +847,85 @@ def test_a_sentence_naming_the_whole_question_states_its_value_however_far_its_e
     assert not names_whole_question("How deep is the pool?", _idf("How deep is the pool?"), pool)  # one word only
     diving = "How deep is the deep end of the diving pool?"
     assert not names_whole_question(diving, _idf(diving), pool)  # no diving pool named
+
+
+def test_a_price_of_one_share_is_read_as_a_price() -> None:
+    question = "How much is one share?"  # "share" is no type word: a percentage is asked as "what share of"
+    shares = _read("Shares are 25 pounds each. A member holds at least 1 share and at most 200 shares.", "Shares")
+    assert unstated(question, _idf(question), [shares]) is None
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("When is the volunteers' summer social?", "occasion"),
+        ("When is this year's Activities Fair?", "occasion"),
+        ("When does the cargo bike library open?", "opening"),
+        ("When does the shop open on Sundays?", "clock"),
+        ("When is the shop open?", "clock"),
+        ("When was the Bike Works set up?", "date"),
+        ("What's the mileage rate for using my own car?", "money"),
+    ],
+)
+def test_events_openings_foundings_and_mileage_ask_their_types(question: str, kind: str) -> None:
+    assert asked_type(question).name == kind  # type: ignore[union-attr]
+
+
+def test_an_event_asked_by_name_needs_a_date_or_a_time_counted_from_something() -> None:
+    question = "When is the volunteers' summer social?"
+    unset = _read("The summer social is a picnic on the village green, on a date set by the coordinator.", "Social")
+    assert unstated(question, _idf(question), [unset]) is not None
+    half = "When is the half called?"
+    called = _read("The half is called 35 minutes before curtain up.", "Calls")
+    assert unstated(half, _idf(half), [called]) is None
+
+
+def test_a_new_thing_opens_on_a_day() -> None:
+    question = "When does the cargo bike library open?"
+    minutes = _read("The cargo bike library opens on 1 July 2038, funded by a grant.", "Cargo library")
+    assert unstated(question, _idf(question), [minutes]) is None
+    vague = _read("The cargo bike library will be run by volunteers.", "Cargo library")
+    assert unstated(question, _idf(question), [vague]) is not None
+
+
+def test_the_role_asked_leaves_out_the_organisation_itself() -> None:
+    assert asked_role("Who's the treasurer of the co-op?") == {"treasur"}
+    assert asked_role("Who is the head of catering?") == {"head", "cater"}  # "of catering" is the role's
+
+
+def test_a_mileage_rate_is_priced_for_the_car_not_for_using_it() -> None:
+    question = "What's the mileage rate for using my own car?"
+    assert priced_thing(question) == {"own", "car"}
+    paid = _read("Driving your own car on unit business is paid at 48 pence a mile.", "Mileage")
+    assert unstated(question, _idf(question), [paid]) is None
+    claimed = _read("Drivers can claim mileage if they use their own car; receipts within 1 month.", "Expenses")
+    assert unstated(question, _idf(question), [claimed]) is not None  # a number, no amount
+
+
+@pytest.mark.parametrize(
+    ("question", "holiday"),
+    [
+        ("What time does the counter close on Christmas Eve?", "christmas eve"),
+        ("Is there a surcharge on bank holidays?", "bank holiday"),
+        ("Are we open on New Year\u2019s Day?", "new year's day"),
+        ("What time does the counter close?", None),
+    ],
+)
+def test_the_holiday_a_question_asks_about(question: str, holiday: str | None) -> None:
+    assert asked_holiday(question) == holiday
+
+
+def test_the_usual_hours_do_not_say_when_it_closes_on_a_holiday() -> None:
+    question = "What time does the post office counter close on Christmas Eve?"
+    usual = _read("The post office counter is open from 09:00 to 17:30, Monday to Saturday.", "Counter hours")
+    assert unstated(question, _idf(question), [usual]) is not None
+    dated = _read("On 24 December the post office counter closes at 12:30.", "Counter hours")
+    assert unstated(question, _idf(question), [usual, dated]) is None  # its date, not its name
+    named = _read("The counter closes at 12:30 on Christmas Eve.", "Counter hours")
+    assert unstated(question, _idf(question), [named]) is None
+
+
+def test_an_adverb_does_not_need_naming_for_the_whole_question() -> None:
+    history = ["History: The unit was set up by the County Council in 1987."]
+    question = "When was the unit first set up?"
+    assert names_whole_question(question, _idf(question), history)

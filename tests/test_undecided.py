@@ -102,3 +102,8 @@ def test_new_says_which_one_not_what() -> None:
     )
     assert not _says("When does the new swim school start?", minutes)  # the slide is new, the start is another's
     assert _says("Which supplier will build the new slide?", minutes)
+
+
+def test_a_date_to_be_set_at_the_next_meeting_is_not_decided() -> None:
+    minutes = "The autumn bike jumble 2038 and the AGM in October 2038 will be dated at the next meeting."
+    assert _says("When is this year's autumn bike jumble?", minutes)

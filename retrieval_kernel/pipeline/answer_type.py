@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 
 from ..projections.lexical import analyze, term_set
+from .periods import names_day
 
 _NUMBER_WORDS = (
     "one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|"
@@ -85,6 +86,12 @@ _ORGANISATION_NAME = (
     r"(?-i:\b[A-Z][\w&'\u2019-]+\s+(?:Ltd|Limited|plc|Inc|LLC)\b)"
 )
 _WEEKDAY = r"(?:mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|saturdays?|sundays?|weekdays?|weekends?)"
+# A time of day stated ("09:30", "7pm", "noon", "30 minutes before")
+_STATED_CLOCK = (
+    rf"\b\d{{1,2}}(?::|\.)\d{{2}}\b|\b\d{{1,2}}\s?(?:am|pm|a\.m\.|p\.m\.)\b|\bnoon\b|\bmidnight\b|"
+    rf"\b\d{{4}}\s?(?:hrs|h)\b|\bo'clock\b|\b{_NUMBER}\s+(?:minutes?|mins?|hours?|hrs?)\s+"
+    r"(?:before|after|ahead|prior|from)\b"
+)
 # A length of time stated, and the units a length is stated in
 _STATED_DURATION = (
     rf"\b{_NUMBER}[\s-]*(?:\w+[\s-]+)?{_TIME_UNIT}\b|\b(?:an?|half an?)\s+{_TIME_UNIT}\b|"
@@ -124,7 +131,7 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         r"\bwhat(?:'s| is| are)? (?:the |our |a |an )?(?:[\w-]+ ){0,3}(?:fee|price|cost|charge|deposit|fare|fine|"
         r"penalty)s?\b|"
         r"\bhow much (?!notice\b|time\b|warning\b)[^?]*\b(?:claim|earn|charge|cost|pay|deposit|refund)|"
-        r"\b(?:hourly|daily|weekly|nightly|day|pay) rates?\b|\b(?:hourly|daily|weekly|monthly|annual|yearly) "
+        r"\b(?:hourly|daily|weekly|nightly|day|pay|mileage) rates?\b|\b(?:hourly|daily|weekly|monthly|annual|yearly) "
         r"(?:pay|wages?|salary)\b|\bwhat(?:'s| is| are)? (?:the |our |a )?(?:[\w-]+ ){0,3}(?:wages?|salary|salaries)\b|"
         r"\bhow much (?:was|were)\b|\bpaid (?:per|an|a|by the) (?:hour|day|shift|week|month)\b|"
         # money taken in: "how much did we take in fares", "what were the takings", "what did the shop take"
@@ -244,15 +251,22 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         rf"\bin {_ASKED_UNIT}\s*\??\s*$",  # "What's the output power of the main transmitter in watts?"
         rf"\b\d[\d,.]*\s?{_MEASURE_UNIT}|\bbeaufort\b|\bforce \d|\bgale\b",
     ),
+    # "When does the cargo bike library open?": a new thing opens on a day ("opens on 1 July 2038"), a shop at
+    # a time ("opens at 09:00"); not "when does the shop open on Sundays?"
+    _type(
+        "opening",
+        "a time of day or the day it opens",
+        r"\bwhen (?:does|do) (?:the |our |a |an )?[\w'\u2019 -]+ (?:open|reopen)\s*\??\s*$",
+        rf"{_STATED_CLOCK}|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\b|\b{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?\b|"
+        r"\b\d{4}-\d{2}-\d{2}\b",
+    ),
     _type(
         "clock",
         "a time of day",
         r"(?<!within )\bwhat times?\b(?!.*\b(?:before|after|ahead|prior)\b)|\bat what (?:times?|hours?)\b|"
         r"\bwhat hour\b|"
         r"\bopening hours\b|\bwhen does .* (?:open|close|run|finish)\b|\bwhen (?:is|are) [^?]*\bopen\b",
-        rf"\b\d{{1,2}}(?::|\.)\d{{2}}\b|\b\d{{1,2}}\s?(?:am|pm|a\.m\.|p\.m\.)\b|\bnoon\b|\bmidnight\b|"
-        rf"\b\d{{4}}\s?(?:hrs|h)\b|\bo'clock\b|\b{_NUMBER}\s+(?:minutes?|mins?|hours?|hrs?)\s+"
-        r"(?:before|after|ahead|prior|from)\b",
+        _STATED_CLOCK,
     ),
     _type(
         "weekday",
@@ -268,7 +282,10 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         r"\bwhen (?:will|was|were) .*\bopen|"  # "when is the shop open?" asks its hours (a time), not a date
         r"\bwhen (?:does|did|will|do|is|was) [^?]*\b(?:end|expire|run out|last (?:replac|servic|check|renew|"
         r"updat|inspect|test|calibrat|clean|repair)\w*)\b|\bwhen was [^?]*\blast\b|"
-        r"\bwhen (?:do|does|did|will) [^?]*\b(?:go(?:es)? live|launch|come into force|take effect)\b",
+        r"\bwhen (?:do|does|did|will) [^?]*\b(?:go(?:es)? live|launch|come into force|take effect)\b|"
+        # "When was the Bike Works set up?": when it came to be
+        r"\bwhen (?:was|were|did) [^?]*\b(?:set up|founded|established|built|formed|registered|incorporated|"
+        r"found|establish|build|form)\b",
         # a deadline counted from something ("within 30 days of the end of each grant period") is a date too
         rf"{_STATED_DATE}|\bwithin {_NUMBER} (?:working |business |calendar )?{_TIME_UNIT}\b|"
         rf"\b{_NUMBER} (?:working |business |calendar )?{_TIME_UNIT} (?:after|before|from|of)\b",
@@ -280,10 +297,14 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         "when it next happens",
         r"\bwhen(?:'s| is| are| will| do| does)\b[^?]*\bnext\b|"
         # "when does the new course start?": a date ("8 September") or a time ("at 18:00") answers
-        r"\bwhen (?:does|do|will|did) [^?]*\b(?:start|begin)s?\b",
+        r"\bwhen (?:does|do|will|did) [^?]*\b(?:start|begin)s?\b|"
+        # "When is the volunteers' summer social?": an event, asked by its name alone
+        r"^\s*when(?:'s| is| are) (?:the |our |this year's |this |next )?[\w'\u2019 -]+\?\s*$",
         _STATED_DATE
         + rf"|\b{_WEEKDAY}\b|\b\d{{1,2}}(?::|\.)\d{{2}}\b|\b(?:every|each|once a|twice a)\b|\b(?:daily|weekly|"
-        r"monthly|quarterly|annually|yearly|fortnightly)\b|\b(?:today|tomorrow|tonight)\b|\bnext (?:week|month|year)\b",
+        r"monthly|quarterly|annually|yearly|fortnightly)\b|\b(?:today|tomorrow|tonight)\b|\bnext (?:week|month|year)\b|"
+        # "the half is called 35 minutes before curtain up": a time counted from something
+        rf"\b{_NUMBER}\s+(?:minutes?|mins?|hours?|hrs?|days?|weeks?)\s+(?:before|after|ahead of|prior to|from)\b",
     ),
     # "How long is the lake swim loop?" is a distance as often as a length of time ("How long is the induction?");
     # not "how long are the recordings kept?", how long something lasts
@@ -329,7 +350,7 @@ _TYPE_NAMED: dict[str, AnswerType] = {kind.name: kind for kind in ANSWER_TYPES}
 TYPE_WORDS = frozenset(
     analyze(
         "cost costs price fee charge pay time times day days number numbers hour hours week weeks month months "
-        "year years date amount percentage percent share proportion capacity phone telephone email address url "
+        "year years date amount percentage percent proportion capacity phone telephone email address url "
         "link website minimum maximum early late quickly soon far take takings raise raised"
     )
 )
@@ -464,6 +485,14 @@ _ROLE_NOUN = re.compile(
 )
 
 
+# "the treasurer of the co-op": the organisation the notes are about, not part of the role
+_OF_OURSELVES = re.compile(
+    r"\s+of (?:the|our|this) (?:co-?op(?:erative)?|club|charity|society|union|trust|company|shop|organi[sz]ation|"
+    r"centre|center|group|association|school|team|business)\b.*$",
+    re.IGNORECASE,
+)
+
+
 def _joins_role(word: str, following: Sequence[str]) -> bool:
     """Whether "and" joins two words of one role ("health and safety adviser"), not two clauses."""
     return word.lower() == "and" and any(_ROLE_NOUN.match(w.strip("?.,!")) for w in following)
@@ -477,7 +506,8 @@ def asked_role(question: str) -> frozenset[str]:
     if found is None:
         return frozenset()
     words: list[str] = []
-    phrase = re.sub(r"^on\s+", "", next(group for group in found.groups() if group is not None)).split()
+    held = _OF_OURSELVES.sub("", next(group for group in found.groups() if group is not None))
+    phrase = re.sub(r"^on\s+", "", held).split()
     for at, word in enumerate(phrase):
         if word.lower().strip("?.,!") in _ENDS_ROLE and not _joins_role(word, phrase[at + 1 : at + 4]):
             break
@@ -502,7 +532,10 @@ _PRICED = tuple(
 )
 _OWED = re.compile(r"\b(?:owed?|owing|outstanding|balance|left to pay|paid)\b", re.IGNORECASE)
 _NOT_PRICED = frozenset(
-    analyze("it cost costs price fee charge much one each whole all every these days something anything over back get")
+    analyze(
+        "it cost costs price fee charge much one each whole all every these days something anything over back get use "
+        "my your our their"
+    )
 )
 _SAME_STEM = 4  # "photocopy" and "copies", "wheelie" and "wheeled": one term ends or begins the other
 
@@ -642,6 +675,7 @@ ANSWERED_BY: dict[str, frozenset[str]] = {  # asked type -> the value kinds that
     "count": frozenset({"number", "measurement"}),  # "how many metres", "how many knots"
     "duration": frozenset({"duration", "hours", "number"}),
     "extent": frozenset({"duration", "hours", "number", "measurement"}),
+    "opening": frozenset({"clock", "hours", "date"}),
     "clock": frozenset({"clock", "hours"}),  # "opening_hour: 9" reads as hours; an interval in weeks never as a time
     "date": frozenset({"date"}),
     "occasion": frozenset({"date", "clock", "hours"}),
@@ -850,6 +884,9 @@ def unstated(question: str, idf: Mapping[str, float], leading: Sequence[PassageT
         return kind  # the only company named is the one the question names itself
     if kind.name == "date" and _ASKS_DAY.search(question) and not any(_states_day(p) for p in stating):
         return kind  # a month or a year, not the day asked for ("will be held in January 2038")
+    holiday = asked_holiday(question)
+    if holiday and not any(names_holiday(p, holiday) for p in stating):
+        return kind  # the usual closing time does not say when it closes on Christmas Eve
     if kind.name == "money" and _ASKS_PAY.search(question) and not any(_AMOUNT.search(p.text) for p in stating):
         return kind  # "volunteers swim free" does not say what lifeguards are paid
     if kind.name == "duration" and asks_retention(question) and not any(_states_retention(p) for p in stating):
@@ -1006,6 +1043,42 @@ def names_company_in_trade(text: str, context: Set[str], question: str, trade: S
     return False
 
 
+# "What time does the counter close on Christmas Eve?": a holiday asked about is named (or its date given)
+# where the value is stated; the usual rule does not say what happens that day
+_HOLIDAY = re.compile(
+    r"\b(christmas eve|christmas day|boxing day|new year['\u2019]?s eve|new year['\u2019]?s day|"
+    r"easter(?: sunday| monday)?|good friday|bank holidays?|whit monday|st\.? stephen['\u2019]?s day|"
+    r"hallowe['\u2019]?en)\b",
+    re.IGNORECASE,
+)
+_HOLIDAY_DATE = {
+    "christmas eve": (12, 24),
+    "christmas day": (12, 25),
+    "boxing day": (12, 26),
+    "new year's eve": (12, 31),
+    "new year's day": (1, 1),
+    "st stephen's day": (12, 26),
+}
+
+
+def asked_holiday(question: str) -> str | None:
+    """The holiday ``question`` asks about ("christmas eve", "bank holiday"), or ``None``."""
+    return next(iter(sorted(_holidays(question))), None)
+
+
+def names_holiday(passage: PassageText, holiday: str) -> bool:
+    """Whether ``passage`` (with its heading path) names ``holiday`` or gives its date."""
+    texts = (passage.title, passage.text)
+    day = _HOLIDAY_DATE.get(holiday)
+    return any(holiday in _holidays(text) for text in texts) or (day is not None and names_day(texts, day))
+
+
+def _holidays(text: str) -> set[str]:
+    """The holidays ``text`` names, spelled one way ("new year's day", "bank holiday")."""
+    spelled = (re.sub(r"['\u2019]", "'", found.lower()).replace("st. ", "st ") for found in _HOLIDAY.findall(text))
+    return {re.sub(r"^bank holidays$", "bank holiday", holiday) for holiday in spelled}
+
+
 # "What do lifeguards get paid an hour?": what someone earns is an amount, never "free" or a share
 _ASKS_PAY = re.compile(
     r"\b(?:get|gets|are|is) paid\b|\bwages?\b|\bsalar(?:y|ies)\b|\bearns?\b|\brate of pay\b|\bpay rates?\b|"
@@ -1106,16 +1179,19 @@ def _names_attribute(passage: PassageText, kind: AnswerType, attribute: Set[str]
     return False
 
 
-# "How deep is the deep end?", "how big is the till float?": the word after "how" names the asked type
-_HOW_WORD = re.compile(r"\bhow ([\w-]+)", re.IGNORECASE)
+# "How deep is the deep end?", "how big is the till float?": the word after "how" names the asked type; "when
+# was the unit first set up?": an adverb only stresses it
+_HOW_WORD = re.compile(
+    r"\bhow ([\w-]+)|\b(?:first|originally|ever|actually|exactly|usually|normally|currently)\b", re.IGNORECASE
+)
 WHOLE_QUESTION = 2  # a sentence naming every word of a question that names at least this many states its value
 
 
 def names_whole_question(question: str, idf: Mapping[str, float], sentences: Sequence[str]) -> bool:
     """Whether one of the value-stating ``sentences`` (each after its heading path) holds every word of
-    ``question`` (``idf``'s terms) but those naming the asked type, and the question names at least
-    ``WHOLE_QUESTION`` ("The pool has a deep end of 2.2 metres" states how deep the deep end is, however
-    far its embedding is from the question's)."""
+    ``question`` (``idf``'s terms) but those naming the asked type or only stressing it, and the question
+    names at least ``WHOLE_QUESTION`` ("The pool has a deep end of 2.2 metres" states how deep the deep end
+    is, however far its embedding is from the question's)."""
     named = set(idf) & set(analyze(_HOW_WORD.sub(" ", question))) - TYPE_WORDS
     if len(named) < WHOLE_QUESTION:
         return False

@@ -24,7 +24,7 @@ UNDECIDED = re.compile(
     rf"\bnot\s+(?:yet\s+)?(?:been\s+)?{_DECIDED}\b(?!\s+that\b)|"
     rf"\b(?:to be|yet to be|still to be)\s+{_DECIDED}\b|"  # "the start date is to be confirmed"
     # "the destination will be decided at the April meeting" (not "bookings will be confirmed by email": a rule)
-    r"\bwill (?:only )?be (?:decided|agreed|chosen|settled|finali[sz]ed|announced|picked|selected)\s+"
+    r"\bwill (?:only )?be (?:decided|agreed|chosen|settled|finali[sz]ed|announced|picked|selected|dated)\s+"
     r"(?:at|in|by|after|when|once|later|next)\b|"
     # "the dates will be set at the September meeting" (not "the alarm will be set at 22:00")
     r"\bwill (?:only )?be (?:set|fixed|confirmed)\s+(?:(?:at|in|by)\s+(?:the|a|our|its|next)\s+(?:[\w-]+\s+){0,2}"
