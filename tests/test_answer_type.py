@@ -929,3 +929,26 @@ def test_an_adverb_does_not_need_naming_for_the_whole_question() -> None:
     history = ["History: The unit was set up by the County Council in 1987."]
     question = "When was the unit first set up?"
     assert names_whole_question(question, _idf(question), history)
+
+
+def test_which_company_insures_asks_for_an_insurer() -> None:
+    assert asked_trade("Which company insures the loan telescopes?") == {"insur"}
+    assert asked_trade("Which company collects the confidential waste?") == set()  # no trade named
+
+
+def test_who_won_needs_a_winner_named_as_one() -> None:
+    question = "Who won volunteer of the year?"
+    people = _read("Sam Ode and Ria Kell run the volunteer rota each year.", "Volunteers")
+    assert unstated(question, _idf(question), [people]) is not None
+    won = _read("Volunteer of the year was won by Sam Ode.", "Awards")
+    assert unstated(question, _idf(question), [won]) is None
+
+
+def test_a_speed_is_named_by_its_unit() -> None:
+    question = "What's the speed limit on the fell road?"
+    road = _read("Drive the fell road at 15 miles an hour or less on dipped headlights.", "The fell road")
+    assert unstated(question, _idf(question), [road]) is None
+
+
+def test_whos_got_the_key_asks_for_the_keyholder() -> None:
+    assert asked_role("who's got the Run-Off roof key tonight") == {"run", "off", "roof", "key"}

@@ -475,8 +475,9 @@ _ENDS_ROLE = frozenset(
         "currently covering week weekend year month please if when these nowadays lately right here there",
     )
 )
-_NOT_ROLE_WORDS = frozenset(  # "today's first aider" asks who holds the role today, not a role named "today"
-    analyze("our my your their his her its person member staff colleague today tonight tomorrow yesterday")
+# "today's first aider" asks who holds the role today, not a role named "today"; "who's got the roof key" who has it
+_NOT_ROLE_WORDS = frozenset(
+    analyze("our my your their his her its person member staff colleague today tonight tomorrow yesterday got")
 )
 _ROLE_NOUN = re.compile(
     r"^(?:adviser|advisor|officer|manager|lead|clerk|coordinator|supervisor|director|engineer|technician|"
@@ -887,6 +888,8 @@ def unstated(question: str, idf: Mapping[str, float], leading: Sequence[PassageT
     holiday = asked_holiday(question)
     if holiday and not any(names_holiday(p, holiday) for p in stating):
         return kind  # the usual closing time does not say when it closes on Christmas Eve
+    if kind.name == "person" and _WHO_WON_PRIZE.search(question) and not any(_WON.search(p.text) for p in stating):
+        return kind  # names appear, none of a winner ("astrophotography classes will be run by ...")
     if kind.name == "money" and _ASKS_PAY.search(question) and not any(_AMOUNT.search(p.text) for p in stating):
         return kind  # "volunteers swim free" does not say what lifeguards are paid
     if kind.name == "duration" and asks_retention(question) and not any(_states_retention(p) for p in stating):
@@ -1015,6 +1018,10 @@ _GENERIC_TRADE = frozenset(
 )
 
 
+# "Which company insures the vans?": a generic company named by what it does, as "who insures" is
+_TRADE_DONE = re.compile(r"^\s*(?:will |would |should |does |do )?(insur|print|audit|clean|repair|servic|cater)\w*\b")
+
+
 def asked_trade(question: str) -> frozenset[str]:
     """The index terms of the trade an organisation question asks for (``insur`` for "which insurance
     company", ``pub`` for "which pub"); empty when its words name none ("which company collects ...")."""
@@ -1022,7 +1029,10 @@ def asked_trade(question: str) -> frozenset[str]:
     if found is None:
         return frozenset()
     *before, noun = analyze(found[0])  # "message broker": the broker is the trade, whatever it brokers
-    return frozenset({noun} if noun not in _GENERIC_TRADE else set(before) - _GENERIC_TRADE)
+    if noun not in _GENERIC_TRADE:
+        return frozenset({noun})
+    done = _TRADE_DONE.search(question[found.end() :])  # "which company insures the vans?": who insures
+    return frozenset(set(before) - _GENERIC_TRADE or ({done[1]} if done else set()))
 
 
 def _most_specific(idf: Mapping[str, float], leading: Sequence[PassageText]) -> str | None:
@@ -1077,6 +1087,13 @@ def _holidays(text: str) -> set[str]:
     """The holidays ``text`` names, spelled one way ("new year's day", "bank holiday")."""
     spelled = (re.sub(r"['\u2019]", "'", found.lower()).replace("st. ", "st ") for found in _HOLIDAY.findall(text))
     return {re.sub(r"^bank holidays$", "bank holiday", holiday) for holiday in spelled}
+
+
+# "Who won the astrophotography competition?": a winner is named as one
+_WHO_WON_PRIZE = re.compile(r"\bwho won\b", re.IGNORECASE)
+_WON = re.compile(
+    r"\b(?:won|wins?|winners?|winning|prizes?|awards?|awarded|champions?|trophy|trophies)\b", re.IGNORECASE
+)
 
 
 # "What do lifeguards get paid an hour?": what someone earns is an amount, never "free" or a share
@@ -1173,10 +1190,21 @@ def asked_attribute(question: str) -> frozenset[str]:
 def _names_attribute(passage: PassageText, kind: AnswerType, attribute: Set[str]) -> bool:
     """Whether a sentence of ``passage`` stating a value of ``kind`` names the whole ``attribute``."""
     for sentence in stating_sentences(passage.text, kind):
-        words = passage.context | set(analyze(sentence))
+        words = passage.context | set(analyze(sentence)) | _unit_attributes(sentence)
         if all(holds_stem(words, term) for term in attribute):
             return True
     return False
+
+
+# "What's the speed limit on the fell road?": "15 miles an hour" names the speed by its unit
+_SPEED = re.compile(
+    r"\b\d[\d,.]*\s?(?:mph|km/?h|kph|knots?|kts|miles an hour|miles per hour|kilometres an hour)\b", re.I
+)
+
+
+def _unit_attributes(sentence: str) -> frozenset[str]:
+    """The attribute a value's unit names ("15 miles an hour" is a speed)."""
+    return frozenset(analyze("speed")) if _SPEED.search(sentence) else frozenset()
 
 
 # "How deep is the deep end?", "how big is the till float?": the word after "how" names the asked type; "when
