@@ -952,3 +952,32 @@ def test_a_speed_is_named_by_its_unit() -> None:
 
 def test_whos_got_the_key_asks_for_the_keyholder() -> None:
     assert asked_role("who's got the Run-Off roof key tonight") == {"run", "off", "roof", "key"}
+
+
+@pytest.mark.parametrize(
+    ("question", "kind", "dimension"),
+    [
+        ("top speed of little tern", "measurement", "speed"),
+        ("What's the speed limit on the fell road?", "quantity", "speed"),
+        ("lifeboat station charity registration number", "identifier", None),
+    ],
+)
+def test_terse_speeds_and_registration_numbers_ask_their_types(question: str, kind: str, dimension: str | None) -> None:
+    assert asked_type(question).name == kind  # type: ignore[union-attr]
+    assert asked_dimension(question) == dimension
+
+
+def test_a_length_does_not_answer_a_top_speed() -> None:
+    question = "top speed of little tern"
+    boats = _read("Little Tern is a 5 metre inshore boat; Ellen Carrow is 14 metres long.", "The boats")
+    assert unstated(question, _idf(question), [boats]) is not None
+    fast = _read("Little Tern has a top speed of 25 knots.", "The boats")
+    assert unstated(question, _idf(question), [boats, fast]) is None
+
+
+def test_money_raised_is_stated_as_raised() -> None:
+    question = "How much did the team raise altogether last year?"
+    entry = _read("The team's sponsored walk costs 10 pounds to enter.", "Fundraising")
+    assert unstated(question, _idf(question), [entry]) is not None
+    total = _read("Last year the team raised 4,200 pounds altogether.", "Fundraising")
+    assert unstated(question, _idf(question), [entry, total]) is None

@@ -158,7 +158,10 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         r"\b(?:what|which)(?:'s| is| are| was)? (?:the |our |its |their |my |your |a |an )?(?:[\w'-]+ ){0,2}"
         r"(?:iban|bic|swift code|sort code|post ?code|zip code|eircode|(?:bank|account) details)s?\b|"
         r"\bwhat(?:'s| is| was)? (?:the |our |its |their )?(?:[\w-]+ ){0,2}(?:registration|reg plate|number plate) "
-        r"of\b|^\s*(?:the )?(?:post ?code|zip code|eircode)s? (?:for|of)\b",  # terse: "postcode for the satnav"
+        r"of\b|^\s*(?:the )?(?:post ?code|zip code|eircode)s? (?:for|of)\b|"  # terse: "postcode for the satnav"
+        # terse: "lifeboat station charity registration number"
+        r"^\s*(?:[\w'-]+ ){0,4}(?:registration|registered|charity|company|vat|account|reference) "
+        r"(?:number|no\.?)\s*\??\s*$",
         # a code mixing capitals and digits ("FX-2291", "KD19 BXL", "CHY 20419"), or a long run of digits
         r"(?-i:\b(?=[A-Z0-9-]*\d)(?=[A-Z0-9-]*[A-Z])[A-Z0-9]{1,6}(?:[- ][A-Z0-9]{1,8}){0,3}\b)|\b\d{5,}\b",
     ),
@@ -244,6 +247,7 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         r"\bwhat (?:temperature|wattage|speed|wind speed|voltage|height|weight|width|depth|pressure|size|rating)\b|"
         r"\b(?:which|what) (?:wind )?speed\b|\bwind limit\b|\bhow hot\b|\bhow cold\b|\bhow warm\b|"
         r"\b(?:maximum|minimum|max|min) (?:[\w-]+ ){0,2}(?:height|weight|length|width|speed|temperature)\b|"
+        r"\b(?:top|cruising) speed\b|"  # terse: "top speed of little tern"
         # a size: "how deep is the lock chamber", "how far apart", "how far does the signal reach" (not "how far
         # in advance", a length of time, nor "how far can the scheduler go on its own", a figure of speech)
         r"\bhow (?:deep|wide|tall|high|heavy)\b|\bhow far (?:apart|away|from|is|are|was|were)\b|"
@@ -890,6 +894,8 @@ def unstated(question: str, idf: Mapping[str, float], leading: Sequence[PassageT
         return kind  # the usual closing time does not say when it closes on Christmas Eve
     if kind.name == "person" and _WHO_WON_PRIZE.search(question) and not any(_WON.search(p.text) for p in stating):
         return kind  # names appear, none of a winner ("astrophotography classes will be run by ...")
+    if kind.name == "money" and _ASKS_RAISED.search(question) and not any(_RAISED.search(p.text) for p in stating):
+        return kind  # "entry is 10 pounds" does not say what the Boxing Day swim raised
     if kind.name == "money" and _ASKS_PAY.search(question) and not any(_AMOUNT.search(p.text) for p in stating):
         return kind  # "volunteers swim free" does not say what lifeguards are paid
     if kind.name == "duration" and asks_retention(question) and not any(_states_retention(p) for p in stating):
@@ -922,6 +928,7 @@ _ASKED_DIMENSION = tuple(
             r"\bheight limit\b|\bheadroom\b",
         ),
         ("width", r"\bhow wide\b|\bwhat width\b|\b(?:maximum|minimum|max|min) (?:[\w-]+ ){0,2}width\b"),
+        ("speed", r"\b(?:top|cruising|maximum|max|what) speed\b|\bspeed limit\b|\bhow fast (?:is|are|can|does|do)\b"),
         (
             "length",
             r"\bhow many (?:metres|meters|feet|inches|miles|kilometres|kilometers|km|centimetres|yards)\b|"
@@ -939,6 +946,7 @@ _UNITS = {
     "volume": r"l|litres?|liters?|ml|millilitres?|gallons?|m3|m\u00b3|cubic",
     "power": r"w|watts?|kw|kilowatts?|mw|megawatts?",
     "area": r"m2|m\u00b2|sq\.? ?m|sq\.? ?ft|square (?:metres?|meters?|feet|foot)|hectares?|ha|acres?",
+    "speed": r"mph|km/?h|kph|knots?|kts|miles an hour|miles per hour|kilometres an hour",
 }
 _MEASURED = {
     dimension: re.compile(rf"(?<![\w.]){_NUMBER}\s?-?(?:{units})\b", re.IGNORECASE)
@@ -1094,6 +1102,13 @@ _WHO_WON_PRIZE = re.compile(r"\bwho won\b", re.IGNORECASE)
 _WON = re.compile(
     r"\b(?:won|wins?|winners?|winning|prizes?|awards?|awarded|champions?|trophy|trophies)\b", re.IGNORECASE
 )
+
+
+# "How much did last year's Boxing Day swim raise?": money raised is stated as raised, a total or takings
+_ASKS_RAISED = re.compile(
+    r"\bhow much (?:did|do|does|will|has|have) [^?]*\b(?:raise|raised|bring in|brought in)\b", re.I
+)
+_RAISED = re.compile(r"\b(?:rais\w*|totall?\w*|takings|took|brought in|collected|made)\b", re.IGNORECASE)
 
 
 # "What do lifeguards get paid an hour?": what someone earns is an amount, never "free" or a share
