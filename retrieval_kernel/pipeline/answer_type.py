@@ -92,12 +92,18 @@ _STATED_CLOCK = (
     rf"\b\d{{4}}\s?(?:hrs|h)\b|\bo'clock\b|\b{_NUMBER}\s+(?:minutes?|mins?|hours?|hrs?)\s+"
     r"(?:before|after|ahead|prior|from)\b"
 )
-# A length of time stated, and the units a length is stated in
+# An amount of money stated ("£12", "48 pence", "EUR 30"), a length of time stated, and the units a speed and a
+# length are stated in
+_STATED_AMOUNT = (
+    r"[£$€¥]\s?\d|\b\d[\d,.]*\s?(?:pounds?|euros?|dollars?|usd|eur|gbp|chf|pence|p|cents?)\b|"
+    r"\b(?:eur|usd|gbp|chf)\s?\d"
+)
 _STATED_DURATION = (
     rf"\b{_NUMBER}[\s-]*(?:\w+[\s-]+)?{_TIME_UNIT}\b|\b(?:an?|half an?)\s+{_TIME_UNIT}\b|"
     r"\b(?:daily|weekly|monthly|yearly|annually|hourly|nightly|"
     r"quarterly|fortnightly|every)\b|\bindefinitely\b|\bforever\b|\bpermanent(?:ly)?\b|\buntil\b"
 )
+_SPEED_UNITS = r"mph|km/?h|kph|knots?|kts|miles an hour|miles per hour|kilometres an hour"
 _LENGTH_UNITS = (
     r"m|metres?|meters?|cm|centimetres?|mm|millimetres?|km|kilometres?|kilometers?|ft|feet|foot|inch(?:es)?|"
     r"miles?|yards?"
@@ -139,8 +145,7 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         r"\bwhat (?:were|are|was|is) (?:the |our )?(?:[\w-]+ )?takings\b|"
         r"\bwhat did (?:the |our )?[\w -]+ take\b(?! out)",
         # a deposit, a discount or a fee is often a share of something: "a 25 percent deposit"
-        r"[£$€¥]\s?\d|\b\d[\d,.]*\s?(?:pounds?|euros?|dollars?|usd|eur|gbp|chf|pence|p|cents?|k)\b|"
-        rf"\b(?:eur|usd|gbp|chf)\s?\d|\bfree\b|\bno charge\b|\bat cost\b|{_SHARE}",
+        rf"{_STATED_AMOUNT}|\b\d[\d,.]*\s?k\b|\bfree\b|\bno charge\b|\bat cost\b|{_SHARE}",
     ),
     _type(
         "percent",
@@ -946,7 +951,7 @@ _UNITS = {
     "volume": r"l|litres?|liters?|ml|millilitres?|gallons?|m3|m\u00b3|cubic",
     "power": r"w|watts?|kw|kilowatts?|mw|megawatts?",
     "area": r"m2|m\u00b2|sq\.? ?m|sq\.? ?ft|square (?:metres?|meters?|feet|foot)|hectares?|ha|acres?",
-    "speed": r"mph|km/?h|kph|knots?|kts|miles an hour|miles per hour|kilometres an hour",
+    "speed": _SPEED_UNITS,
 }
 _MEASURED = {
     dimension: re.compile(rf"(?<![\w.]){_NUMBER}\s?-?(?:{units})\b", re.IGNORECASE)
@@ -1117,10 +1122,7 @@ _ASKS_PAY = re.compile(
     r"\bhourly (?:rate|pay)\b",
     re.IGNORECASE,
 )
-_AMOUNT = re.compile(
-    r"[£$€¥]\s?\d|\b\d[\d,.]*\s?(?:pounds?|euros?|dollars?|usd|eur|gbp|chf|pence|p|cents?)\b|\b(?:eur|usd|gbp|chf)\s?\d",
-    re.IGNORECASE,
-)
+_AMOUNT = re.compile(_STATED_AMOUNT, re.IGNORECASE)
 
 
 # "What date is the AGM?" asks for a day; "the AGM will be held in January 2038" names only its month.
@@ -1212,9 +1214,7 @@ def _names_attribute(passage: PassageText, kind: AnswerType, attribute: Set[str]
 
 
 # "What's the speed limit on the fell road?": "15 miles an hour" names the speed by its unit
-_SPEED = re.compile(
-    r"\b\d[\d,.]*\s?(?:mph|km/?h|kph|knots?|kts|miles an hour|miles per hour|kilometres an hour)\b", re.I
-)
+_SPEED = re.compile(rf"\b\d[\d,.]*\s?(?:{_SPEED_UNITS})\b", re.IGNORECASE)
 
 
 def _unit_attributes(sentence: str) -> frozenset[str]:

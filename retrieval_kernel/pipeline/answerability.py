@@ -423,20 +423,32 @@ class Judge:
     def unstating(self, query: str, passages: Sequence[StoredPassage], unseen: Unseen | None) -> frozenset[str]:
         """The ids of ``passages`` that state no value of the type ``query`` asks for about what it asks
         (words only; empty when it asks for no type)."""
-        parts = question_parts(query)
-        if any(asked_type(part) is None for part in parts):
+        typed = self._typed_parts(query, unseen)
+        if not typed:
             return frozenset()
-        idf, _ = self._idf(content_terms(_ASKED_PERIOD.sub(" ", query)), unseen)
-        weights = [{term: w for term, w in idf.items() if term in set(content_terms(part))} for part in parts]
-        kinds = [kind for kind in map(asked_type, parts) if kind is not None]
         return frozenset(
             stored.passage.id
             for stored in passages
             if not any(
-                states_value(kind, own, stored.passage.text, _context_words(stored), _words(stored))
-                for kind, own in zip(kinds, weights, strict=True)
+                states_value(kind, weights, stored.passage.text, _context_words(stored), _words(stored))
+                for _, kind, weights in typed
             )
         )
+
+    def _typed_parts(self, query: str, unseen: Unseen | None) -> list[tuple[str, AnswerType, dict[str, float]]]:
+        """Each question ``query`` asks, with the type of value it asks for and the weights of its own words
+        ("last week" is when, not what); empty when a part asks for no type."""
+        parts = question_parts(query)
+        kinds = [asked_type(part) for part in parts]
+        if any(kind is None for kind in kinds):
+            return []
+        idf, _ = self._idf(content_terms(_ASKED_PERIOD.sub(" ", query)), unseen)
+        typed = []
+        for part, kind in zip(parts, kinds, strict=True):
+            own = set(content_terms(part))
+            if kind is not None:
+                typed.append((part, kind, {term: weight for term, weight in idf.items() if term in own}))
+        return typed
 
     def unscheduled(self, query: str, leading: Sequence[Candidate], as_of: dt.date, unseen: Unseen | None) -> bool:
         """Whether ``query`` asks when the next one is and no ``leading`` passage about it gives a coming date.
@@ -468,25 +480,22 @@ class Judge:
         """
         if asked_type(query) is None:  # most questions: nothing to read
             return None, None
-        parts = question_parts(query)
-        if any(asked_type(part) is None for part in parts):
+        typed = self._typed_parts(query, unseen)
+        if not typed:
             return None, None
-        idf, _ = self._idf(content_terms(_ASKED_PERIOD.sub(" ", query)), unseen)  # "last week" is when, not what
         read = [
             PassageText(c.stored.passage.text, _context_words(c.stored), _words(c.stored), _title(c.stored))
             for c in leading
         ]
-        found = [self._unstated_part(part, idf, read, dense) for part in parts]
+        found = [self._unstated_part(part, weights, read, dense) for part, _, weights in typed]
         if all(missing is not None for missing, _ in found):
             return found[0]
         return None, max((closest for _, closest in found if closest is not None), default=None)
 
     def _unstated_part(
-        self, question: str, idf: Mapping[str, float], read: Sequence[PassageText], dense: bool
+        self, question: str, weights: Mapping[str, float], read: Sequence[PassageText], dense: bool
     ) -> tuple[AnswerType | None, float | None]:
-        """:meth:`unstated_value` for one question (or one part of a question), read by its own words."""
-        own = set(content_terms(question))
-        weights = {term: weight for term, weight in idf.items() if term in own}
+        """:meth:`unstated_value` for one question (or one part of a question), read by its own words' ``weights``."""
         missing = unstated(question, weights, read)
         if missing is not None or not dense or self.similarity is None:
             return missing, None
