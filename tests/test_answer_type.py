@@ -279,6 +279,9 @@ def test_the_same_packet_answers_once_the_note_states_the_time(tmp_path: Path) -
         ("How many lifeguards check the pool bottom at closing?", "lifeguard"),  # a verb before "the"
         ("How many texts a minute can the system send?", "text"),
         ("How many no shows before a society's bookings get suspended?", "show"),  # "before" ends the thing
+        # the thirty-seventh attempt: "fit" and "sit" end it too
+        ("How many bags fit on the pick-up for one delivery run?", "bag"),
+        ("How many spectators can sit in the stand?", "spectat"),
     ],
 )
 def test_the_counted_thing_is_the_words_after_how_many(question: str, thing: str | None) -> None:

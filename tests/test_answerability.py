@@ -516,6 +516,16 @@ def test_naming_the_contested_thing_is_not_asking_its_value_when_another_section
         ("What should donors avoid for the rest of the day?", "duration", True),
         ("What do I pick up when I sign on?", "hours", True),
         ("What else does the nurse check at admission?", "hours", True),
+        # the thirty-seventh attempt: a few more words before the verb, and a few more verbs
+        ("Which kinds of photo ID do we accept at the counter?", "money", True),
+        ("Which locker in the lifeguard room has the photometer?", "hours", True),
+        ("What does a customer need to send back with a faulty bottle?", "duration", True),
+        ("After I top a barrel, what do I mark on it?", "duration", True),
+        ("What goes on the label when I open a bottle of wine?", "duration", True),
+        ("What form do I fill in to book freight?", "duration", True),
+        ("A client missed their appointment: what do I put on the account?", "money", False),  # maybe the fee
+        ("Which month is the boiler serviced in?", "duration", False),  # a value's sort
+        ("A box sealed at 6am was opened at 9pm. Can the units still be used?", "duration", False),  # how long
     ],
 )
 def test_a_person_or_procedure_question_asks_no_number(question: str, value: str | None, asks_none: bool) -> None:
@@ -527,7 +537,11 @@ def test_a_person_or_procedure_question_asks_no_number(question: str, value: str
     [
         ("reading_room_items_at_once", [4, 3], "number"),
         ("home_delivery_interval_weeks", [3, 4], "duration"),
-        ("driver_sign_on_minutes", [10, 15], "hours"),  # minutes or hours: a length of time or a time of day
+        ("driver_sign_on_minutes", [10, 15], "duration"),  # a plural unit: a length of time, never a time of day
+        ("soup_hot_hold_hours", [4, 2], "duration"),
+        ("cafe_sunday_close_hour", [16, 17], "hours"),  # a singular hour may be a time of day
+        ("keeper_heat_break_minutes_per_hour", [10, 15], "hours"),
+        ("log_free_delivery_miles", [8, 10], "measurement"),
         ("lost_item_processing_fee_eur", [5, 7.5], "money"),
         ("deposit_pct", [20, 25], "percent"),
         ("branch.opens", ["09:30", "10:00"], "clock"),
@@ -715,6 +729,39 @@ def test_a_question_naming_the_numbered_thing_asks_about_its_sentence(question: 
         4,
     )
     assert _blocks_tied_pair("cake_display_days", first, second, question) is blocks
+
+
+LOG_DELIVERIES = (
+    "woodshed#log-deliveries",
+    "Deliveries go out on Thursday afternoons to addresses within 8 miles of the woodshed, with up to 10 bags "
+    "on the pick-up per trip. Two volunteers go on every delivery.",
+    8,
+)
+FREE_DELIVERY = ("firewood-sales#delivery", "Logs are delivered free within 10 miles of the woodshed.", 10)
+
+
+@pytest.mark.parametrize(
+    ("question", "blocks"),
+    [
+        ("How many bags fit on the pick-up for one delivery run?", False),  # "10 bags" is no 10 miles
+        ("How many volunteers go out on a log delivery?", False),  # "two volunteers": no tied value
+        ("How many miles out do you deliver logs for free?", True),
+        ("How far away do you deliver logs for free?", True),
+    ],
+)
+def test_a_count_of_another_thing_in_a_tied_section_is_not_about_the_tie(question: str, blocks: bool) -> None:
+    assert _blocks_tied_pair("log_free_delivery_miles", LOG_DELIVERIES, FREE_DELIVERY, question) is blocks
+
+
+def test_a_time_of_day_is_not_asked_of_a_tie_in_hours_held() -> None:
+    first = (
+        "cafe-manual#soup",
+        "The soup goes into the soup kettle at 11:30 and can be served for up to 4 hours.",
+        4,
+    )
+    second = ("food-safety#hot-holding", "Hot soup is thrown away 2 hours after it was heated.", 2)
+    assert not _blocks_tied_pair("soup_hot_hold_hours", first, second, "What time does the soup go in the kettle?")
+    assert _blocks_tied_pair("soup_hot_hold_hours", first, second, "How many hours can the soup be kept hot?")
 
 
 def _blocks_tied_pair(key: str, first: tuple[str, str, int], second: tuple[str, str, int], question: str) -> bool:

@@ -375,7 +375,7 @@ _ENDS_COUNTED = frozenset(
         "do does did are is was were can could should would will may might must have has had we you they there "
         "of in on at for per to go get need a an the our your their it this that under over aged with from by who "
         "which went came got took left sold made gave ran fell gone come been so far already still now today tonight "
-        "yesterday last next through before after until till during",
+        "yesterday last next through before after until till during fit fits sit sits",
     )
 )
 _DETERMINERS = frozenset({"the", "our", "your", "their", "my", "its", "his", "her"})
@@ -667,14 +667,16 @@ def counts(text: str, term: str) -> bool:
 
 # What a stated fact's value is (an asserted key and its values), and which asked types it can answer.
 _DURATION_WORDS = frozenset(analyze("seconds minutes hours days weeks months years interval period"))
+_KEY_MEASURES = "knots kmh mph metres meters kg tonnes litres celsius degrees volts watts miles kilometres feet yards"
 _KEY_UNITS = (  # the first kind whose words the key holds; "response_time_minutes" is a length of time
     ("hours", frozenset(analyze("hours hour minutes minute"))),  # a length of time, or a time of day in hours
     ("duration", _DURATION_WORDS),
     ("percent", frozenset(analyze("pct percent percentage share"))),  # "deposit_pct" is a share
     ("money", frozenset(analyze("eur euro gbp usd price fee cost charge deposit fare"))),
     ("clock", frozenset(analyze("time clock"))),
-    ("measurement", frozenset(analyze("knots kmh mph metres meters kg tonnes litres celsius degrees volts watts"))),
+    ("measurement", frozenset(analyze(_KEY_MEASURES))),
 )
+_LENGTH_OF_TIME_SUFFIXES = frozenset({"hours", "minutes", "mins", "hrs", "seconds"})
 _UNIT_SUFFIXES = frozenset({"c", "f", "kg", "g", "m", "cm", "mm", "km", "l", "ml", "kw", "w", "v", "t"})
 _CLOCK_VALUE = re.compile(r"^\d{1,2}[:.]\d{2}$")
 _DATE_VALUE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -699,6 +701,8 @@ ANSWERED_BY: dict[str, frozenset[str]] = {  # asked type -> the value kinds that
 def value_kind(key: str, values: Sequence[object]) -> str | None:
     """What a fact's values are: a length of time, money, a share, a time of day (from the key's unit
     word), else a date, a time of day or a plain number (from the values); ``None`` when unknown."""
+    if re.split(r"[_.]", key.lower())[-1] in _LENGTH_OF_TIME_SUFFIXES:
+        return "duration"  # "soup_hot_hold_hours": how long, never a time of day ("cafe_close_hour" may be one)
     words = set(analyze(key.replace("_", " ").replace(".", " ")))
     for kind, units in _KEY_UNITS:
         if words & units:
@@ -728,10 +732,10 @@ def asked_kind(question: str) -> str | None:
 # "who inspects the flying system?", "what happens if a hire is cancelled too late?", "what colour caps ...?".
 _ASKS_NO_VALUE = re.compile(
     r"(?:^|[.!?;,]\s+)(?:in\s+)?(?:who\b(?!\s+(?:is|are)\s+(?:allowed|able|eligible))|where\b|what colou?rs?\b|"
-    r"which (?:direction|way|side|colou?rs?|room|door|entrance|form|team|supplier|company)\b|what happens\b|"
-    r"what (?:details|information|steps|paperwork)\b|what else\b|"
-    r"what (?:do|does|should|must|can) (?:[\w-]+ ){1,3}(?:do|check|write|record|say|bring|tell|wear|use|avoid|"
-    r"pick up|collect|carry|give|hand|issue|send|show)\b|"
+    r"(?:which|what) (?:direction|way|side|colou?rs?|room|door|entrance|form|team|supplier|company)\b|what happens\b|"
+    r"what (?:details|information|steps|paperwork)\b|what else\b|what goes\b|"
+    r"what (?:do|does|should|must|can) (?:[\w-]+ ){1,4}(?:do|check|write|record|say|bring|tell|wear|use|avoid|"
+    r"pick up|collect|carry|give|hand|issue|send|show|mark|fill|label|note|attach|enter|sign)\b|"
     r"how (?:do|does|are|is)\b(?!\s+(?:much|many|long|often|soon|far|late|early)\b))",
     re.IGNORECASE,
 )
@@ -788,7 +792,7 @@ _NAMED_MAY_BE: dict[str, frozenset[str]] = {  # a named number's kind -> the fac
     "percent": frozenset({"percent", "money", "number"}),
     "hours": frozenset({"hours", "duration", "clock", "number"}),
     "duration": frozenset({"duration", "hours", "number"}),
-    "clock": frozenset({"clock", "hours", "number"}),
+    "clock": frozenset({"clock", "hours", "duration", "number"}),  # "sealed at 6am, unpacked at 9pm": how long
     "count_of": frozenset({"number"}),
     "measurement": frozenset({"measurement", "number"}),
     "age": frozenset({"number"}),  # a minimum age is a plain number; a fact in weeks or nights is not an age
@@ -803,7 +807,7 @@ def _may_name(named: Set[str], value: str) -> bool:
 
 # "Which bank account does ...?", "which form is ...?": a thing of the named sort, unless the sort is a value's.
 _WHICH_THING = re.compile(
-    r"(?:^|[.!?;,]\s+)(?:in\s+|on\s+|to\s+|into\s+)?which ((?:[\w-]+ ){1,3})"
+    r"(?:^|[.!?;,]\s+)(?:in\s+|on\s+|to\s+|into\s+)?which ((?:[\w-]+ ){1,5})"
     r"(?:do|does|did|is|are|was|were|should|must|can|will|would|has|have|gets?|goes)\b",
     re.IGNORECASE,
 )

@@ -186,6 +186,8 @@ def _about(conflict: ConflictDraft, judged: Judgement, query: str, admissible: M
         if _counts_asked(query, admissible[answering[0]]):
             return False  # "how many night shifts a week ...": the best answer puts a number on them itself
     best_side = admissible[next(pid for pid in answering if _note_of(pid) in notes)]
+    if best_side.id in _stating_passages(conflict, admissible) and _counts_another_thing(query, conflict, best_side):
+        return False  # "how many volunteers go on a log delivery" beside the contested free-delivery miles
     if _states_other_fact(best_side, conflict.proposition):
         return False  # "what does a day in the long stay cost" asks the note's rate, not its contested stay
     asked = asked_kind(query)
@@ -324,6 +326,24 @@ def _counts_asked(query: str, candidate: Candidate) -> bool:
     """Whether ``candidate`` puts a number on what a "how many" question counts."""
     thing = counted_thing(query)
     return thing is not None and counts(candidate.stored.passage.text, thing)
+
+
+def _counts_another_thing(query: str, conflict: ConflictDraft, side: Candidate) -> bool:
+    """Whether a "how many" question counts a thing the contested key does not name, and a sentence of
+    ``side`` (a passage stating a tied value) puts a number on that thing: by a number that is not one of
+    the tie's values, or by one that is while the values have a unit ("up to 10 bags" beside "within 10 miles")."""
+    thing = counted_thing(query)
+    if thing is None or thing in _key_terms(conflict.proposition):
+        return False
+    values = [side.value for side in conflict.sides]
+    measured = value_kind(conflict.proposition, values) in _UNIT_KINDS
+    return any(
+        counts(sentence, thing) and (measured or not any(_states(sentence, value) for value in values))
+        for sentence in _SENTENCE.split(side.stored.passage.text)
+    )
+
+
+_UNIT_KINDS = frozenset({"duration", "hours", "measurement", "money", "percent"})  # values a count of things is not
 
 
 def _key_terms(proposition: str) -> list[str]:
