@@ -526,6 +526,11 @@ def test_naming_the_contested_thing_is_not_asking_its_value_when_another_section
         ("A client missed their appointment: what do I put on the account?", "money", False),  # maybe the fee
         ("Which month is the boiler serviced in?", "duration", False),  # a value's sort
         ("A box sealed at 6am was opened at 9pm. Can the units still be used?", "duration", False),  # how long
+        ("After sharpening a pair how do I reset the count?", "number", True),  # "how do I" mid-sentence
+        ("What hollow do we sharpen hire skates to?", "number", True),  # "what" names a sort, as "which" does
+        ("What setting does the soup kettle dial go on?", "duration", True),
+        ("What discount do members get?", "percent", False),  # a discount is a value's sort
+        ("What time does the cafe close?", "hours", False),
     ],
 )
 def test_a_person_or_procedure_question_asks_no_number(question: str, value: str | None, asks_none: bool) -> None:

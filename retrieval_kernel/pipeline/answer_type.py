@@ -669,7 +669,7 @@ def counts(text: str, term: str) -> bool:
 _DURATION_WORDS = frozenset(analyze("seconds minutes hours days weeks months years interval period"))
 _KEY_MEASURES = "knots kmh mph metres meters kg tonnes litres celsius degrees volts watts miles kilometres feet yards"
 _KEY_UNITS = (  # the first kind whose words the key holds; "response_time_minutes" is a length of time
-    ("hours", frozenset(analyze("hours hour minutes minute"))),  # a length of time, or a time of day in hours
+    ("hours", frozenset(analyze("hours hour minutes minute"))),  # "close_hour": a time of day, or a length of time
     ("duration", _DURATION_WORDS),
     ("percent", frozenset(analyze("pct percent percentage share"))),  # "deposit_pct" is a share
     ("money", frozenset(analyze("eur euro gbp usd price fee cost charge deposit fare"))),
@@ -736,7 +736,8 @@ _ASKS_NO_VALUE = re.compile(
     r"what (?:details|information|steps|paperwork)\b|what else\b|what goes\b|"
     r"what (?:do|does|should|must|can) (?:[\w-]+ ){1,4}(?:do|check|write|record|say|bring|tell|wear|use|avoid|"
     r"pick up|collect|carry|give|hand|issue|send|show|mark|fill|label|note|attach|enter|sign)\b|"
-    r"how (?:do|does|are|is)\b(?!\s+(?:much|many|long|often|soon|far|late|early)\b))",
+    r"how (?:do|does|are|is)\b(?!\s+(?:much|many|long|often|soon|far|late|early)\b))|"
+    r"\bhow do (?:i|we|you) (?!know\b)\w+",  # "after sharpening a pair, how do I reset the count": a procedure
     re.IGNORECASE,
 )
 # "Do we fast rabbits before an operation?": whether, not how much; naming no number, it asks for none.
@@ -807,7 +808,7 @@ def _may_name(named: Set[str], value: str) -> bool:
 
 # "Which bank account does ...?", "which form is ...?": a thing of the named sort, unless the sort is a value's.
 _WHICH_THING = re.compile(
-    r"(?:^|[.!?;,]\s+)(?:in\s+|on\s+|to\s+|into\s+)?which ((?:[\w-]+ ){1,5})"
+    r"(?:^|[.!?;,]\s+)(?:in\s+|on\s+|to\s+|into\s+)?(?:which|what) ((?:[\w-]+ ){1,5}?)"
     r"(?:do|does|did|is|are|was|were|should|must|can|will|would|has|have|gets?|goes)\b",
     re.IGNORECASE,
 )
@@ -815,7 +816,8 @@ _VALUE_SORTS = frozenset(
     analyze(
         "day days week weeks month months year years date dates time times hour hours night nights minute minutes "
         "weekday number amount size level rate price fee charge cost figure limit percentage value age speed "
-        "temperature weight height length distance band grade stage shift period season term"
+        "temperature weight height length distance band grade stage shift period season term discount deposit fine "
+        "allowance wage pay salary"
     )
 )
 

@@ -335,7 +335,7 @@ def _counts_another_thing(query: str, conflict: ConflictDraft, side: Candidate) 
     thing = counted_thing(query)
     if thing is None or thing in _key_terms(conflict.proposition):
         return False
-    values = [side.value for side in conflict.sides]
+    values = [tied.value for tied in conflict.sides]
     measured = value_kind(conflict.proposition, values) in _UNIT_KINDS
     return any(
         counts(sentence, thing) and (measured or not any(_states(sentence, value) for value in values))
