@@ -984,3 +984,19 @@ def test_money_raised_is_stated_as_raised() -> None:
     assert unstated(question, _idf(question), [entry]) is not None
     total = _read("Last year the team raised 4,200 pounds altogether.", "Fundraising")
     assert unstated(question, _idf(question), [entry, total]) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "answers"),
+    [
+        ("Fridges 1 to 4 are checked at opening and at 14:00 and must read 5 degrees or below.", True),
+        ("The fridges are checked every morning by the first volunteer in.", True),
+        ("The fridges are checked twice a day.", True),
+        ("The fridges must read 5 degrees or below; readings go on the fridge sheet.", False),
+    ],
+)
+def test_how_often_is_answered_by_times_of_day_and_repeats(text: str, answers: bool) -> None:
+    """The thirty-ninth attempt: "how often" asks for a frequency, which times of day state as well as intervals."""
+    question = "How often do the fridge temperatures get checked?"
+    assert asked_type(question).name == "frequency"  # type: ignore[union-attr]
+    assert (unstated(question, _idf(question), [_read(text, "Fridge temperatures")]) is None) == answers

@@ -325,11 +325,19 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
         rf"{_STATED_DURATION}|\b\d[\d,.]*\s?(?:{_LENGTH_UNITS})\b",
     ),
     _type(
+        "frequency",
+        "how often it happens",
+        r"\bhow often\b|\bhow frequently\b",
+        rf"{_STATED_DURATION}|{_STATED_CLOCK}|\b(?:each|per)\s+(?:day|morning|afternoon|evening|night|week|month|year|"
+        rf"session|shift|visit|use)\b|\b(?:once|twice|{_NUMBER}\s+times)\s+(?:a|an|per|each)\b|"
+        rf"\bat (?:opening|closing|the start|the end)\b|\b{_WEEKDAY}\b",
+    ),
+    _type(
         "duration",
         "a length of time",
         r"\bhow long\b|\bhow early\b|\bhow late\b|\bwithin what time\b|\bhow quickly\b|\bby when\b|"
         r"\bhow many (?:seconds|minutes|hours|days|nights|weeks|months|years|working days|business days|shifts)\b|"
-        r"\bhow often\b|\bhow frequently\b|\bhow soon\b|\bhow far (?:in advance|ahead)\b|\bhow much notice\b|"
+        r"\bhow soon\b|\bhow far (?:in advance|ahead)\b|\bhow much notice\b|"
         r"\bwithin how\b|\bhow fast (?:must|should|do|does|will|has|have)\b[^?]*\b(?:get|reach|respond|reply|arrive|"
         r"attend|answer)\b|"
         r"\bminimum gap\b|\btarget time\b|\btime limit\b|\bhow much time\b",
@@ -686,6 +694,7 @@ ANSWERED_BY: dict[str, frozenset[str]] = {  # asked type -> the value kinds that
     "percent": frozenset({"percent", "money", "number"}),
     "count": frozenset({"number", "measurement"}),  # "how many metres", "how many knots"
     "duration": frozenset({"duration", "hours", "number"}),
+    "frequency": frozenset({"duration", "hours", "number", "clock"}),  # "every 6 weeks", "at 14:00"
     "extent": frozenset({"duration", "hours", "number", "measurement"}),
     "opening": frozenset({"clock", "hours", "date"}),
     "clock": frozenset({"clock", "hours"}),  # "opening_hour: 9" reads as hours; an interval in weeks never as a time
