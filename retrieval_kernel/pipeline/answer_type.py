@@ -710,13 +710,14 @@ ANSWERED_BY: dict[str, frozenset[str]] = {  # asked type -> the value kinds that
 def value_kind(key: str, values: Sequence[object]) -> str | None:
     """What a fact's values are: a length of time, money, a share, a time of day (from the key's unit
     word), else a date, a time of day or a plain number (from the values); ``None`` when unknown."""
-    if re.split(r"[_.]", key.lower())[-1] in _LENGTH_OF_TIME_SUFFIXES:
+    suffix = re.split(r"[_.]", key.lower())[-1]
+    if suffix in _LENGTH_OF_TIME_SUFFIXES:
         return "duration"  # "soup_hot_hold_hours": how long, never a time of day ("cafe_close_hour" may be one)
     words = set(analyze(key.replace("_", " ").replace(".", " ")))
     for kind, units in _KEY_UNITS:
         if words & units:
             return kind
-    if re.split(r"[_.]", key.lower())[-1] in _UNIT_SUFFIXES:
+    if suffix in _UNIT_SUFFIXES:
         return "measurement"  # "palm_house_low_temp_alarm_c": degrees, too short a word for the index
     texts = [str(value).strip() for value in values if not isinstance(value, bool)]
     if not texts or len(texts) < len(values):

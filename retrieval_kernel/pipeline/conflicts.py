@@ -186,7 +186,7 @@ def _about(conflict: ConflictDraft, judged: Judgement, query: str, admissible: M
         if _counts_asked(query, admissible[answering[0]]):
             return False  # "how many night shifts a week ...": the best answer puts a number on them itself
     best_side = admissible[next(pid for pid in answering if _note_of(pid) in notes)]
-    if best_side.id in _stating_passages(conflict, admissible) and _counts_another_thing(query, conflict, best_side):
+    if _counts_another_thing(query, conflict, best_side) and best_side.id in _stating_passages(conflict, admissible):
         return False  # "how many volunteers go on a log delivery" beside the contested free-delivery miles
     if _states_other_fact(best_side, conflict.proposition):
         return False  # "what does a day in the long stay cost" asks the note's rate, not its contested stay
