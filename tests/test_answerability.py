@@ -801,3 +801,41 @@ def test_a_typed_check_also_reads_past_the_passages_an_identifier_named() -> Non
     assert read == ["howto#a", "howto#b", "howto#c", "log#available"]
     assert [c.id for c in stating_candidates(ranked, set())] == ["howto#a", "howto#b", "howto#c"]  # type: ignore[arg-type]
     assert [c.id for c in stating_candidates(ranked, {"z#z"})] == ["howto#a", "howto#b", "howto#c"]  # type: ignore[arg-type]
+
+
+def _ranked(*passage_ids: str) -> Judgement:
+    """A confident judgement ranking ``passage_ids`` in that order."""
+    return Judgement(0.9, 0.35, {pid: 0.9 - i / 10 for i, pid in enumerate(passage_ids)}, 0.02)
+
+
+def _weeks_tie() -> ConflictDraft:
+    sides = (
+        Side("kit#buoyancy", "kit.md", 4, "authoritative", None),
+        Side("hb#aids", "hb.md", 6, "authoritative", None),
+    )
+    return ConflictDraft("buoyancy_aid_check_weeks", sides, "unresolved")
+
+
+BUOYANCY = [
+    _passage("first-aid#kits", "The activity first aid kits are checked every month by the duty instructor."),
+    _passage(
+        "kit#buoyancy", "Buoyancy aids are checked every 4 weeks and after any capsize.", buoyancy_aid_check_weeks=4
+    ),
+    _passage("hb#aids", "Instructors check the buoyancy aids every 6 weeks.", buoyancy_aid_check_weeks=6),
+]
+
+
+@pytest.mark.parametrize(
+    ("question", "blocks"),
+    [
+        ("How often are the activity first aid kits checked?", False),  # the first aid note answers it
+        ("How often are the buoyancy aids checked?", True),  # the contested fact itself
+        # a case with a number may ask the tie in passing: it is not passed over
+        ("The first aid kits were checked 5 weeks ago. Are they due?", True),
+    ],
+)
+def test_another_notes_answer_holding_the_questions_own_words_is_not_about_a_tie_behind_it(
+    question: str, blocks: bool
+) -> None:
+    ranked = _ranked("first-aid#kits", "kit#buoyancy", "hb#aids")
+    assert _blocks_question(_weeks_tie(), ranked, BUOYANCY, question) is blocks

@@ -185,6 +185,8 @@ def _about(conflict: ConflictDraft, judged: Judgement, query: str, admissible: M
             return False  # the best answer is another note's, and no passage stating a value is close behind it
         if _counts_asked(query, admissible[answering[0]]):
             return False  # "how many night shifts a week ...": the best answer puts a number on them itself
+        if _held_elsewhere(query, conflict, admissible, answering[0]):
+            return False  # "how often are the first aid kits checked", beside the buoyancy aids' contested weeks
     best_side = admissible[next(pid for pid in answering if _note_of(pid) in notes)]
     if _counts_another_thing(query, conflict, best_side) and best_side.id in _stating_passages(conflict, admissible):
         return False  # "how many volunteers go on a log delivery" beside the contested free-delivery miles
@@ -250,6 +252,27 @@ def _asked_beside_the_values(query: str, conflict: ConflictDraft, tied: Sequence
     values = [side.value for side in conflict.sides]
     beside = [len(own & _words(s, values, query)) for s, states in tied if not states]
     return bool(own) and max(beside, default=0) > _held_by_stating(own, query, values, tied)
+
+
+def _held_elsewhere(query: str, conflict: ConflictDraft, admissible: Mapping[str, Candidate], best: str) -> bool:
+    """Whether a sentence of ``best`` (another note's passage, answering best) that states a value of the kind
+    asked, if one is, holds more of the question's own words (the key's and the type's left out) than any
+    sentence of the tied passages does. Not for a question in parts or one stating a case with a number:
+    either may ask the tie in passing ("98 days ago: long enough?")."""
+    texts = [candidate.stored.passage.text for candidate in admissible.values()]
+    if len(question_parts(query)) > 1 or _names_a_number(query, texts):
+        return False
+    kind = asked_type(query)
+    text = admissible[best].stored.passage.text
+    answering = _SENTENCE.split(text) if kind is None else stating_sentences(text, kind)
+    own = _own_words(query, conflict)
+    values = [side.value for side in conflict.sides]
+
+    def held(sentences: Sequence[str]) -> int:
+        return max((len(own & _words(s, values, query)) for s in sentences), default=0)
+
+    tied = [sentence for sentence, _ in _tied_sentences(conflict, admissible)]
+    return held(answering) > held(tied)
 
 
 def _own_words(question: str, conflict: ConflictDraft) -> set[str]:
