@@ -257,11 +257,13 @@ def _asked_beside_the_values(query: str, conflict: ConflictDraft, tied: Sequence
 def _held_elsewhere(query: str, conflict: ConflictDraft, admissible: Mapping[str, Candidate], best: str) -> bool:
     """Whether a sentence of ``best`` (another note's passage, answering best) that states a value of the kind
     asked, if one is, holds more of the question's own words (the key's and the type's left out) than any
-    sentence of the tied passages does. Not for a question in parts or one stating a case with a number:
-    either may ask the tie in passing ("98 days ago: long enough?")."""
+    sentence of the tied passages does. Not for a question in parts, one stating a case with a number, or one
+    naming the whole contested key: each may ask the tie in passing ("98 days ago: long enough?")."""
     texts = [candidate.stored.passage.text for candidate in admissible.values()]
     if len(question_parts(query)) > 1 or _names_a_number(query, texts):
         return False
+    if set(_key_terms(conflict.proposition)) <= set(content_terms(query)):
+        return False  # "refund window and shipping days" names the contested key, unit and all
     kind = asked_type(query)
     text = admissible[best].stored.passage.text
     answering = _SENTENCE.split(text) if kind is None else stating_sentences(text, kind)
