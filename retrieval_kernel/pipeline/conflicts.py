@@ -204,7 +204,7 @@ def _about(conflict: ConflictDraft, judged: Judgement, query: str, admissible: M
     key = [term for term in _key_terms(conflict.proposition) if term not in UNIT_WORDS]
     query_terms = set(content_terms(query))
     best_states_side = answering[0] in {side.passage_id for side in conflict.sides}
-    names_whole_key = set(_key_terms(conflict.proposition)) <= query_terms  # "shipping days": the key, unit and all
+    names_whole_key = _names_whole_key(query, conflict.proposition)
     if key and key[-1] in query_terms and (best_states_side or names_whole_key or asks_or_names(query, contested)):
         return True
     texts = [candidate.stored.passage.text for candidate in admissible.values()]
@@ -262,11 +262,11 @@ def _held_elsewhere(query: str, conflict: ConflictDraft, admissible: Mapping[str
     texts = [candidate.stored.passage.text for candidate in admissible.values()]
     if len(question_parts(query)) > 1 or _names_a_number(query, texts):
         return False
-    if set(_key_terms(conflict.proposition)) <= set(content_terms(query)):
-        return False  # "refund window and shipping days" names the contested key, unit and all
+    if _names_whole_key(query, conflict.proposition):
+        return False  # "refund window and shipping days" asks the tie itself
     kind = asked_type(query)
     text = admissible[best].stored.passage.text
-    answering = _SENTENCE.split(text) if kind is None else stating_sentences(text, kind)
+    stating = _SENTENCE.split(text) if kind is None else stating_sentences(text, kind)
     own = _own_words(query, conflict)
     values = [side.value for side in conflict.sides]
 
@@ -274,7 +274,7 @@ def _held_elsewhere(query: str, conflict: ConflictDraft, admissible: Mapping[str
         return max((len(own & _words(s, values, query)) for s in sentences), default=0)
 
     tied = [sentence for sentence, _ in _tied_sentences(conflict, admissible)]
-    return held(answering) > held(tied)
+    return held(stating) > held(tied)
 
 
 def _own_words(question: str, conflict: ConflictDraft) -> set[str]:
@@ -369,6 +369,11 @@ def _counts_another_thing(query: str, conflict: ConflictDraft, side: Candidate) 
 
 
 _UNIT_KINDS = frozenset({"duration", "hours", "measurement", "money", "percent"})  # values a count of things is not
+
+
+def _names_whole_key(query: str, proposition: str) -> bool:
+    """Whether ``query`` names every term of the fact's key, unit and all ("refund window and shipping days")."""
+    return set(_key_terms(proposition)) <= set(content_terms(query))
 
 
 def _key_terms(proposition: str) -> list[str]:
