@@ -13,6 +13,8 @@ from functools import cache
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
+from .split_product import product
+
 FOLD_AT = 1024  # delta rows (or a twentieth of the matrix, if more) before they are folded in
 DECIMALS = 6  # scores are rounded to 1e-6, so ties are ties on every machine
 # Rounding moves a score by at most half a unit of the last kept decimal (plus float32 error): a score
@@ -88,10 +90,10 @@ class ExactVectors:
         last place keeps every tied passage (the caller orders by score, then id, and cuts)."""
         query = np.asarray(vector, dtype="float32")
         ids = self.ids
-        # One BLAS thread: a query's product takes well under a millisecond per 10,000 rows, while
-        # waking BLAS's other threads between queries cost 5-6 ms on a busy two-core machine.
+        # One BLAS thread (waking BLAS's other threads between queries cost 5-6 ms on a busy two-core
+        # machine); a large product is shared with a helper thread of ours instead (split_product).
         with blas_controller().limit(limits=1, user_api="blas"):
-            scores = self.matrix @ query if len(ids) else np.zeros(0, "float32")
+            scores = product(self.matrix, query) if len(ids) else np.zeros(0, "float32")
             extra = np.stack(self._extra_rows) @ query if self._extra_rows else None
         dead = int(np.count_nonzero(self.dead))
         if dead:
