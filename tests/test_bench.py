@@ -1,4 +1,4 @@
-"""The benchmark's synthetic corpus (the benchmark itself is too slow to run here)."""
+"""The benchmark's synthetic corpus and its processor record (the benchmark itself is too slow to run here)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from retrieval_kernel.corpus.notes import read_note
+from retrieval_kernel.evaluation import bench
 from retrieval_kernel.evaluation.bench import QUERIES, SECTIONS_PER_NOTE, synthetic_notes
 
 
@@ -48,3 +49,18 @@ def test_synthetic_notes_depend_on_the_seed_and_size(tmp_path: Path) -> None:
     odd = sorted((tmp_path / "odd").glob("*.md"))
     assert len(odd) == 3
     assert sum(text.count("\n## ") for text in (p.read_text(encoding="utf-8") for p in odd)) == 25
+
+
+def test_the_processor_record_names_the_vector_instructions_that_move_the_figures(tmp_path: Path) -> None:
+    avx512 = tmp_path / "avx512"
+    avx512.write_text(
+        "processor\t: 0\nmodel name\t: AMD EPYC 9R14\nflags\t\t: fpu sse avx2 avx512f avx512_vnni\n\n"
+        "processor\t: 1\nmodel name\t: AMD EPYC 9R14\nflags\t\t: fpu sse avx2 avx512f avx512_vnni\n",
+        encoding="utf-8",
+    )
+    avx2 = tmp_path / "avx2"
+    avx2.write_text("model name\t: AMD EPYC\nflags\t\t: fpu sse avx avx2 fma\n", encoding="utf-8")
+    with_vnni, without = bench.processor(avx512), bench.processor(avx2)
+    assert (with_vnni["model"], with_vnni["avx512"], with_vnni["vnni"]) == ("AMD EPYC 9R14", True, True)
+    assert (without["model"], without["avx2"], without["avx512"], without["vnni"]) == ("AMD EPYC", True, False, False)
+    assert bench.processor(tmp_path / "missing")["avx2"] is False

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import platform
 import random
 import re
 import resource
@@ -387,9 +388,33 @@ def run_bench(
             smallest = min(sizes)
             output.update(cold_start(scratch / f"notes-{smallest}", scratch / f"store-scaled-{smallest}"))
         output["versions"] = versions()
+        output["processor"] = processor()
         return output
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def processor(cpuinfo: Path = Path("/proc/cpuinfo")) -> dict[str, Any]:
+    """The processor the figures were measured on, and the vector instructions that move them: ONNX
+    Runtime's int8 products run exactly and fast with VNNI, and a product's BLAS kernel differs with
+    AVX-512 (query embedding took 4.4 ms at 10,000 passages with both, 14.7 ms with AVX2 alone)."""
+    flags: set[str] = set()
+    model = platform.processor() or platform.machine()
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text(encoding="utf-8", errors="replace").splitlines():
+            name, _, value = line.partition(":")
+            if name.strip() == "model name":
+                model = value.strip()
+            elif name.strip() == "flags":
+                flags = set(value.split())
+                break
+    return {
+        "model": model,
+        "cores": os.cpu_count(),
+        "avx2": "avx2" in flags,
+        "avx512": "avx512f" in flags,
+        "vnni": bool(flags & {"avx512_vnni", "avx_vnni"}),
+    }
 
 
 def _fresh(bench: Callable[..., dict[str, Any]], what: Any, scratch: Path, chroma: Any, shared: Path) -> dict[str, Any]:
