@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import os
 from pathlib import Path
 
 import numpy as np
@@ -43,8 +44,10 @@ def test_its_vectors_equal_the_guarded_models_bit_for_bit(served: Path) -> None:
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = 1
     int8 = embedding.quantized_model(embedding.model_dir(), served.parent)
-    guarded._sessions = [onnxruntime.InferenceSession(str(int8), options, providers=["CPUExecutionProvider"])]
+    guarded._single = onnxruntime.InferenceSession(str(int8), options, providers=["CPUExecutionProvider"])
+    guarded._sessions, guarded._free = [guarded._single], [0]
     assert np.array_equal(ours.embed(TEXTS), guarded.embed(TEXTS))
+    assert np.array_equal(ours.embed(TEXTS[:1]), guarded.embed(TEXTS[:1]))
 
 
 def test_its_weights_use_seven_bits_so_no_processor_saturates_their_products(served: Path) -> None:
@@ -89,12 +92,22 @@ def test_loading_the_served_model_warns_about_nothing(served: Path, capfd) -> No
 
 def test_a_new_embedder_loads_one_session_and_the_others_when_many_texts_come() -> None:
     ours = embedding.OnnxEmbedder(workers=2)
-    assert len(ours._sessions) == 1  # what a first query waits for
+    assert ours._sessions == []  # a first query waits for its own session only
     alone = ours.embed(TEXTS[:1])
-    assert len(ours._sessions) == 1
+    assert ours._sessions == []
     together = ours.embed(TEXTS)
     assert len(ours._sessions) == 2 and sorted(ours._free) == [0, 1]
     assert np.array_equal(together[:1], alone)
+
+
+def test_one_text_on_two_threads_gets_the_vector_one_thread_gives_bit_for_bit() -> None:
+    """The question's session splits rows and columns between two threads, never a sum: a text's vector
+    is the same whether it is embedded alone (a question, a one-passage edit) or among many."""
+    ours = embedding.OnnxEmbedder(workers=1)
+    assert ours._single.get_session_options().intra_op_num_threads == min(2, os.cpu_count() or 1)
+    texts = [*TEXTS, "How long is the refund window for orders placed online?", "word " * 300]
+    alone = np.concatenate([ours.embed([text]) for text in texts])
+    assert np.array_equal(alone, ours.embed(texts))
 
 
 def test_the_weights_digest_is_remembered_until_the_file_changes(tmp_path: Path, monkeypatch) -> None:
