@@ -13,6 +13,7 @@ from retrieval_kernel.evaluation.beir import load_beir, write_notes
 from retrieval_kernel.evaluation.bench import default_shared
 from retrieval_kernel.projections import compiled as compiled_module
 from retrieval_kernel.projections.compiled import SNAPSHOT_NAME, CompiledLexicon
+from retrieval_kernel.projections.lexical import term_words
 
 SCIFACT = default_shared() / "datasets" / "scifact"  # RETRIEVAL_KERNEL_SHARED, else ../shared
 SCIFACT_DOCUMENTS = 2000  # the abstracts the first 40 test queries judge, then the rest by id (CI time)
@@ -146,15 +147,39 @@ def test_passages_hidden_from_a_caller_score_the_visible_ones_as_an_index_withou
         assert ranked(full.lexical.search(query, 200)) == ranked(everything)  # a caller seeing all: unchanged
 
 
-def test_matched_words_beyond_the_sixty_fourth_query_term(tmp_path: Path) -> None:
+def test_matched_words_in_every_mask_of_a_long_question(tmp_path: Path) -> None:
+    """A question's terms are spread over masks of ``HOLD_BITS`` bits: words in the first, the last and a
+    middle one are all reported, in the question's order."""
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "pumps.md").write_text("# Pumps\n\n## Seals\n\nThe zeolite seal is replaced yearly.\n", encoding="utf-8")
-    filler = " ".join(f"filler{n:03d}" for n in range(70))  # 70 distinct terms no note holds
+    filler = [f"filler{n:03d}" for n in range(130)]  # distinct terms no note holds
+    question = " ".join(["yearly", *filler[:60], "zeolite", *filler[60:], "seal"])
     with Workspace(notes, tmp_path / "store", lanes=("lexical",)) as workspace:
         workspace.index()
-        (hit,) = workspace.lexical.search(f"{filler} zeolite", 5)
-        assert hit.matched_terms == ("zeolite",)
+        (hit,) = workspace.lexical.search(question, 5)
+        assert hit.matched_terms == ("yearly", "zeolite", "seal")
+        assert 132 // compiled_module.HOLD_BITS == 2  # "seal" is in the third mask
+
+
+def test_weights_kept_between_questions_score_as_fresh_ones(tmp_path: Path, workshop_notes: Path, monkeypatch) -> None:
+    """Asked again, a question scores from the weights kept for its words, exactly as the first time and as
+    Whoosh; a cache too small for one question starts over without losing a word."""
+    queries = ["pump seal inspection", "who approves overtime", "seal overtime approval record", "pump"]
+    with Workspace(workshop_notes, tmp_path / "store", lanes=("lexical",)) as workspace:
+        workspace.index()
+        first = [workspace.lexical.search(query, 20) for query in queries]
+        assert workspace.lexical._compiled_form()._weights  # kept
+        for query, hits in zip(queries, first, strict=True):
+            assert workspace.lexical.search(query, 20) == hits
+            assert_same(hits, workspace.lexical.search_with_whoosh(query, 20), query)
+        monkeypatch.setattr(compiled_module, "WEIGHTS_KEPT", 3)
+        workspace.lexical._compiled_form().forget_statistics()
+        asked = [*queries, *queries]
+        for number, (query, hits) in enumerate(zip(asked, first * 2, strict=True)):
+            assert workspace.lexical.search(query, 20) == hits
+            recent = {term for earlier in asked[max(0, number - 1) : number + 1] for term in term_words(earlier)}
+            assert {key[1] for key in workspace.lexical._compiled_form()._weights} <= recent  # started over
 
 
 def test_a_long_replay_leaves_a_new_snapshot(tmp_path: Path, workshop_notes: Path, monkeypatch) -> None:

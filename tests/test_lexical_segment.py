@@ -13,7 +13,14 @@ from whoosh.codec.whoosh3 import W3Codec
 from retrieval_kernel.corpus.notes import Passage, read_note
 from retrieval_kernel.errors import FrontMatterError
 from retrieval_kernel.projections.compiled import CompiledLexicon
-from retrieval_kernel.projections.lexical import _analysed, _document, index_counts, make_analyzer, make_schema
+from retrieval_kernel.projections.lexical import (
+    _analysed,
+    _document,
+    index_counts,
+    make_analyzer,
+    make_schema,
+    term_words,
+)
 from retrieval_kernel.projections.segment import BLOCK_LIMIT, write_index
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -50,6 +57,18 @@ def test_index_counts_equal_the_analyzers_tokens() -> None:
     texts = [*ODD_TEXT, *(p.text for p in passages), *(" / ".join(p.heading_path) for p in passages)]
     for text in texts:
         assert index_counts(text) == Counter(token.text for token in analyzer(text, mode="index")), text
+
+
+def test_term_words_without_an_analyzer_equal_the_analyzers_own() -> None:
+    """Terms, their order and the word each came from: the shared fast path equals the analyzer's tokens."""
+    analyzer = make_analyzer()
+    passages = _fixture_passages()
+    texts = [*ODD_TEXT, *(p.text for p in passages), *(" / ".join(p.heading_path) for p in passages)]
+    texts += ["What does the Pump's SEAL cost, e.g. 3.14 EUR?", "Who approves over-time (OT) in İstanbul?"]
+    for text in texts:
+        fast = term_words(text)
+        assert fast == term_words(text, analyzer), text
+        assert list(fast) == list(term_words(text, analyzer)), text
 
 
 def _passages(count: int) -> list[Passage]:

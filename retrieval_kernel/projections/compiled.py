@@ -32,6 +32,8 @@ FIELDS = ("heading", "body")
 SNAPSHOT_NAME = "compiled.npz"
 SNAPSHOT_FORMAT = 1
 COMPACT_AT = 2048  # delta passages (or a twentieth of the index, if more) before they are folded into the matrices
+HOLD_BITS = 52  # query terms per holds mask: sums of distinct powers of two stay exact in a float64
+WEIGHTS_KEPT = 2_000_000  # posting weights kept between questions (16 MB of float64) before the cache starts over
 _BYTE_LENGTHS = np.asarray(_length_byte_cache, dtype=float)
 
 
@@ -103,6 +105,9 @@ class CompiledLexicon:
         # The same statistics over the live passages a caller may see, by the passages hidden from it.
         self._scoped: dict[frozenset[str], tuple[np.ndarray, int, dict[str, float]]] = {}
         self._holding: dict[tuple[str, tuple[str, ...]], int] = {}  # (term, fields) -> live holders, until a change
+        self._weights: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] = {}  # see _weighted
+        self._weights_kept = 0
+        self._norms: dict[tuple[Any, ...], np.ndarray] = {}  # see bm25
         self._by_id: dict[str, int] = {}
         self._by_id_size = -1
         self._by_path: dict[str, list[int]] = {}
@@ -208,13 +213,19 @@ class CompiledLexicon:
         if in_step:
             self._by_id_size = len(self.ids)
         self.high_water = high_water
-        self._stats = None
-        self._scoped = {}
-        self._holding = {}
+        self.forget_statistics()
         if self._delta.size <= max(COMPACT_AT, len(self.ids) // 20):
             return False
         self.__dict__.update(self.compacted().__dict__)
         return True
+
+    def forget_statistics(self) -> None:
+        """Drop everything computed from the live passages' statistics (they just changed)."""
+        self._stats = None
+        self._scoped = {}
+        self._holding = {}
+        self._weights, self._weights_kept = {}, 0
+        self._norms = {}
 
     def compacted(self) -> CompiledLexicon:
         """The same live passages in fresh matrices: no delta, no dead rows."""
@@ -266,14 +277,14 @@ class CompiledLexicon:
         parts_docs, parts_tfs = [], []
         if column < matrix.shape[1]:
             start, end = matrix.indptr[column], matrix.indptr[column + 1]
-            parts_docs.append(matrix.indices[start:end].astype(np.int64))
+            parts_docs.append(matrix.indices[start:end])
             parts_tfs.append(matrix.data[start:end])
         extra = self._delta.postings[name].get(term)
         if extra is not None:
             parts_docs.append(np.asarray(extra[0], dtype=np.int64))
             parts_tfs.append(np.asarray(extra[1]))
-        if not parts_docs:
-            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        if len(parts_docs) < 2:
+            return (parts_docs[0], parts_tfs[0]) if parts_docs else (np.zeros(0, dtype=np.int64), np.zeros(0))
         return np.concatenate(parts_docs), np.concatenate(parts_tfs)
 
     def _counted(self, hidden: frozenset[str]) -> tuple[np.ndarray, int, dict[str, float]]:
@@ -292,17 +303,34 @@ class CompiledLexicon:
         return self._scoped[hidden]
 
     def bm25(
-        self, name: str, docnums: np.ndarray, tf: np.ndarray, k1: float, b: float, hidden: frozenset[str] = frozenset()
+        self,
+        name: str,
+        docnums: np.ndarray,
+        tf: np.ndarray,
+        k1: float,
+        b: float,
+        hidden: frozenset[str] = frozenset(),
+        sizes: Sequence[int] | None = None,
     ) -> np.ndarray:
         """Whoosh's ``scoring.bm25`` on these postings; idf and average length over the live passages that
-        are not ``hidden`` (all of them for a caller who may see everything)."""
+        are not ``hidden`` (all of them for a caller who may see everything).
+
+        ``sizes``: the postings are several terms' one after another, this many each (each its own idf)."""
         counted, count, averages = self._counted(hidden)
+        sizes = [docnums.size] if sizes is None else sizes
+        if count == self.size:  # nothing dead or hidden: every posting counts
+            frequencies = list(sizes)
+        else:
+            running = np.concatenate([[0], np.cumsum(counted[docnums])])
+            ends = np.cumsum(sizes)
+            frequencies = (running[ends] - running[ends - sizes]).tolist()
         live_count = max(count, 1)
-        frequency = int(counted[docnums].sum())
-        idf = math.log(live_count / (frequency + 1)) + 1
-        average = averages[name]
-        length = self.lengths[name][docnums]
-        return idf * ((tf * (k1 + 1)) / (tf + k1 * ((1 - b) + b * length / average)))
+        idf = [math.log(live_count / (frequency + 1)) + 1 for frequency in frequencies]  # as Whoosh: math.log
+        key = (name, k1, b, hidden)
+        norm = self._norms.get(key)
+        if norm is None:  # each passage's length term, over the whole index once per change
+            norm = self._norms[key] = k1 * ((1 - b) + b * self.lengths[name] / averages[name])
+        return np.repeat(idf, sizes) * ((tf * (k1 + 1)) / (tf + norm[docnums]))
 
     def scores(
         self,
@@ -314,21 +342,48 @@ class CompiledLexicon:
         hidden: frozenset[str] = frozenset(),
     ) -> tuple[np.ndarray, list[np.ndarray]]:
         """BM25F of every passage for ``terms`` (dead and ``excluded`` passages score 0), and which terms
-        each passage holds: bit ``i % 64`` of mask ``i // 64`` for ``terms[i]`` (no sort, no set).
+        each passage holds: bit ``i % HOLD_BITS`` of mask ``i // HOLD_BITS`` for ``terms[i]``.
 
         ``hidden`` passages are scored (a caller's lane still learns what it may not show) but left out
-        of the statistics, so the visible passages score as in an index without them."""
-        scores = np.zeros(self.size)
-        holds = [np.zeros(self.size, dtype=np.uint64) for _ in range(0, len(terms), 64)]
-        for name in FIELDS:
-            for index, term in enumerate(terms):
-                docnums, tf = self.postings(name, term)
-                if docnums.size:
-                    scores[docnums] += boosts[name] * self.bm25(name, docnums, tf, k1, b, hidden)
-                    holds[index // 64][docnums] |= np.uint64(1 << (index % 64))
+        of the statistics, so the visible passages score as in an index without them.
+
+        One ``bincount`` over every posting adds each passage's weights in the order a loop over
+        fields then terms would (so the sums are the same floats), without a scatter per term."""
+        weighted = {name: self._weighted(name, terms, k1, b, boosts[name], hidden) for name in FIELDS}
+        pairs = [pair for name in FIELDS for pair in weighted[name]]
+        scores = _summed([docnums for docnums, _ in pairs], [weights for _, weights in pairs], self.size)
         scores[~self.live] = 0.0
         scores[[d for pid in excluded for d in self._docnums_of(pid)]] = 0.0
+        holds = [np.zeros(self.size, dtype=np.uint64) for _ in range(0, len(terms), HOLD_BITS)]
+        for postings in weighted.values():  # a term's postings in one field are distinct: a sum is an OR
+            for block, first in enumerate(range(0, len(terms), HOLD_BITS)):
+                docs = [docnums for docnums, _ in postings[first : first + HOLD_BITS]]
+                bits = np.repeat(2.0 ** np.arange(len(docs)), [d.size for d in docs])
+                holds[block] |= _summed(docs, [bits], self.size).astype(np.uint64)
         return scores, holds
+
+    def _weighted(
+        self, name: str, terms: Sequence[str], k1: float, b: float, boost: float, hidden: frozenset[str]
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Each term's postings in field ``name`` and their boosted BM25 weights. Kept until the next
+        change (the same words come back question after question; a frozenset keeps its hash); the
+        terms not kept are weighted together, one pass of array arithmetic for all of them."""
+        keys = [(name, term, k1, b, boost, hidden) for term in terms]
+        answer = {key: self._weights[key] for key in keys if key in self._weights}
+        missing = [key for key in dict.fromkeys(keys) if key not in answer]
+        if missing:
+            found = [self.postings(name, key[1]) for key in missing]
+            sizes = [docnums.size for docnums, _ in found]
+            docnums, tf = (_joined_arrays([part[side] for part in found]) for side in (0, 1))
+            weights = boost * self.bm25(name, docnums, tf, k1, b, hidden, sizes)
+            pieces = np.split(weights, np.cumsum(sizes)[:-1])
+            fresh = {key: (held, piece) for key, (held, _), piece in zip(missing, found, pieces, strict=True)}
+            if self._weights_kept + weights.size > WEIGHTS_KEPT:
+                self._weights, self._weights_kept = {}, 0
+            self._weights.update(fresh)
+            self._weights_kept += weights.size
+            answer.update(fresh)
+        return [answer[key] for key in keys]
 
     def _docnums_of(self, passage_id: str) -> list[int]:
         if self._by_id_size != len(self.ids):
@@ -374,8 +429,9 @@ class CompiledLexicon:
             cutoff = np.partition(rounded, matched.size - limit)[matched.size - limit]
             chosen = rounded >= cutoff  # everything tied with the last place competes on id
             matched, rounded = matched[chosen], rounded[chosen]
-        order = sorted(range(matched.size), key=lambda i: (-rounded[i], self.ids[matched[i]]))
-        return [int(matched[i]) for i in order[:limit]]
+        docnums = matched.tolist()
+        ranked = sorted(zip((-rounded).tolist(), [self.ids[d] for d in docnums], docnums, strict=True))
+        return [docnum for _, _, docnum in ranked[:limit]]
 
     # ------------------------------------------------------------ snapshots
 
@@ -436,6 +492,18 @@ class CompiledLexicon:
             del exc
             return None
         return cls(meta["ids"], meta["paths"], terms, matrices, exact, meta["version"], meta["high_water"])
+
+
+def _summed(docnums: list[np.ndarray], values: list[np.ndarray], size: int) -> np.ndarray:
+    """Per passage, the sum of ``values`` at ``docnums`` (added in the order given)."""
+    if not docnums:
+        return np.zeros(size)
+    return np.bincount(_joined_arrays(docnums), _joined_arrays(values), minlength=size)
+
+
+def _joined_arrays(parts: list[np.ndarray]) -> np.ndarray:
+    """``parts`` end to end (the one part itself when there is one: no copy)."""
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
 def _joined(parts: tuple[list[Any], list[Any], list[Any]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -32,7 +32,7 @@ from ..corpus.notes import Passage
 from ..errors import LaneUnavailableError, LexicalUnreadableError
 from ..store.progress import SILENT
 from ..store.records import ProjectionState, RecordStore, check_deadline, utc_now
-from .compiled import AnalysedPassage, CompiledLexicon
+from .compiled import HOLD_BITS, AnalysedPassage, CompiledLexicon
 from .segment import write_index
 
 NAME = "lexical"
@@ -117,13 +117,19 @@ def term_set(text: str) -> frozenset[str]:
     return frozenset(analyze(text))
 
 
-_SHARED_ANALYZER = make_analyzer()  # one analyzer, so its stem cache lasts across calls
-
-
 def term_words(text: str, analyzer: Analyzer | None = None) -> dict[str, str]:
-    """Each distinct index term of ``text`` mapped to the first word it came from."""
-    analyzer = analyzer or _SHARED_ANALYZER
+    """Each distinct index term of ``text`` mapped to the first word it came from (lower-cased).
+
+    Without an ``analyzer``, the shared analyzer's steps as ``index_counts`` takes them, each distinct
+    word analysed once (a test pins both ways equal); with one, its own tokens.
+    """
     words: dict[str, str] = {}
+    if analyzer is None:
+        for word in _WORDS.findall(text):
+            term = _INDEX_TERMS[word]
+            if term is not None and term not in words:
+                words[term] = word.lower()
+        return words
     for token in analyzer(text, chars=True):
         words.setdefault(token.text, text[token.startchar : token.endchar].lower())
     return words
@@ -177,7 +183,6 @@ class LexicalProjection:
         self._searcher: Any = None
         self._compiled: CompiledLexicon | None = None  # the scoring form (kept across reopening the searcher)
         self._compiled_from: Any = None  # without a record store: the searcher it was read from
-        self._analyzer = make_analyzer()
         self.progress = SILENT  # a bar while many passages are indexed (set by the workspace)
 
     @property
@@ -313,7 +318,7 @@ class LexicalProjection:
         scores exactly like one rebuilt from scratch. ``LexicalUnreadableError`` when
         the serving index is missing or damaged (a projection never built finds nothing).
         """
-        words = term_words(text, self._analyzer)
+        words = term_words(text)
         if not words:
             return []
         for attempt in (1, 2):
@@ -336,9 +341,11 @@ class LexicalProjection:
         terms = list(words)
         boosts = {"heading": self.heading_boost, "body": 1.0}
         scores, holds = compiled.scores(terms, self.k1, self.b, boosts, hidden=hidden)
+        chosen = compiled.top(scores, limit)
+        held = _held([words[term] for term in terms], holds, chosen)
         return [
-            LexicalHit(compiled.ids[d], float(scores[d]), _held(terms, words, [int(mask[d]) for mask in holds]))
-            for d in compiled.top(scores, limit)
+            LexicalHit(compiled.ids[d], score, words_held)
+            for d, score, words_held in zip(chosen, scores[chosen].tolist(), held, strict=True)
         ]
 
     # ------------------------------------------------------------ the compiled scoring form
@@ -443,9 +450,15 @@ class LexicalProjection:
         if len(analysed) > REPLAY_SNAPSHOT_AT and not self._ahead(high_water):  # spare the next process
             self._compiled.save(self.folder)
 
+    def forget_statistics(self) -> None:
+        """Drop the statistics and term weights the scoring form keeps between questions, as a change does
+        (for measuring the first question after one)."""
+        if self._compiled is not None:
+            self._compiled.forget_statistics()
+
     def search_with_whoosh(self, text: str, limit: int) -> list[LexicalHit]:
         """The same ranking through Whoosh's own query and collector (the slow reference)."""
-        words = term_words(text, self._analyzer)
+        words = term_words(text)
         if not words or not whoosh_index.exists_in(self.folder):
             return []
         heading = [Term("heading", t, boost=self.heading_boost) for t in words]
@@ -547,9 +560,18 @@ def read_postings(matcher: Any) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray([d for d, _ in pairs], dtype=np.int64), np.asarray([w for _, w in pairs], dtype=float)
 
 
-def _held(terms: list[str], words: dict[str, str], masks: list[int]) -> tuple[str, ...]:
-    """The query words (as typed) whose terms a passage holds, in query order, from its bit masks."""
-    return tuple(words[term] for index, term in enumerate(terms) if masks[index // 64] >> (index % 64) & 1)
+def _held(typed: list[str], holds: list[np.ndarray], chosen: list[int]) -> list[tuple[str, ...]]:
+    """For each chosen passage, the query words (as typed, in query order) whose terms it holds, read
+    from the bit masks ``CompiledLexicon.scores`` returns (bit ``i % HOLD_BITS`` of mask ``i // HOLD_BITS``).
+    Passages holding the same terms share one answer."""
+    held: list[int] = [0] * len(chosen)  # one Python int per passage: every block's bits side by side
+    for block, bits in enumerate(holds):
+        held = [whole | part << (block * HOLD_BITS) for whole, part in zip(held, bits[chosen].tolist(), strict=True)]
+    answers: dict[int, tuple[str, ...]] = {}
+    for whole in held:
+        if whole not in answers:
+            answers[whole] = tuple(word for index, word in enumerate(typed) if whole >> index & 1)
+    return [answers[whole] for whole in held]
 
 
 def _hit_order(hit: LexicalHit) -> tuple[float, str]:
