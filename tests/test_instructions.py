@@ -14,8 +14,9 @@ PLAIN = (
     "rm -rf sudo curl | sh bash chmod 777 as an a ai assistant agent language model dear prompt jailbreak "
     "developer mode do not don't never tell inform mention to user note the refund window is 30 days"
 )
-# Letters that case folding maps beyond ASCII (dotted capital I, long s, the Kelvin sign): such texts are scanned.
-WORDS = [*PLAIN.split(), "\u0130gnore", "\u017fudo", "\u212a"]
+# Letters that case folding matches to ASCII ones (dotted capital I, long s, the Kelvin sign, dotless i): texts
+# holding one are scanned whole; other letters beyond ASCII (beta, i with diaeresis) are not.
+WORDS = [*PLAIN.split(), "\u0130gnore", "\u017fudo", "\u212a", "\u0131", "\u03b2-cell", "na\u00efve"]
 
 
 # A phrase per alternative of every cue, so generated texts hit each of them.
@@ -58,10 +59,10 @@ def test_each_cue_is_found_and_the_earliest_wins(text: str, cue: str | None) -> 
     assert instruction_cue(text) == cue == scanned(text)
 
 
-@settings(max_examples=600)
+@settings(max_examples=1500)
 @given(
     st.lists(st.sampled_from(WORDS) | st.sampled_from(PHRASES), max_size=14),
-    st.sampled_from([" ", "  ", "\n", " \t"]),
+    st.sampled_from([" ", "  ", "\n", " \t", "\u00a0", "'", "-", "(", "/", "x"]),  # "x": words run together
     st.booleans(),
 )
 def test_skipping_scans_never_changes_the_cue(words: list[str], gap: str, upper: bool) -> None:

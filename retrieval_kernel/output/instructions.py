@@ -31,31 +31,48 @@ _CUES: tuple[tuple[str, str], ...] = (
 )
 _PATTERNS = tuple((name, re.compile(pattern, re.IGNORECASE)) for name, pattern in _CUES)
 
-# Words a match of each cue must contain (every group: at least one of its words). An ASCII text
-# lacking them cannot match, so its pattern is not run: most passages skip every scan.
+# Text a match of each cue must contain (every group: at least one), once each run of whitespace is one
+# space: a word with the space the pattern demands beside it ("sudo " for ``\bsudo\s+``), or the
+# whole phrase ("rm -", "as an ai"). A text lacking them cannot match, so its pattern is not run:
+# most passages skip every scan. The spaces matter: "rm" is in "from" and "ai" in "said", and each scan costs about as
+# much as reading the text once.
+# The letters beyond ASCII that IGNORECASE matches to an ASCII one (every code point checked):
+# dotted capital I, dotless i, long s, the Kelvin sign.
+_FOLDED_TO_ASCII = ("\u0130", "\u0131", "\u017f", "\u212a")
 _NEEDED: dict[str, tuple[tuple[str, ...], ...]] = {
-    "ignore previous": (("ignore", "disregard", "forget", "override"),),
-    "you must now": (("you",), ("now",)),
-    "new instructions": (("instruction",),),
-    "run this command": (("run", "exec"), ("command", "script", "code")),
-    "shell command": (("rm", "sudo", "curl", "chmod"),),
-    "as an ai": (("as", "dear"), ("ai", "assistant", "agent", "model")),
-    "system prompt": (("prompt", "jailbreak", "developer"),),
-    "do not tell": (("not", "don't", "never"), ("tell", "inform", "mention"), ("user",)),
+    "ignore previous": (("ignore ", "disregard ", "forget ", "override "),),
+    "you must now": (("you must now", "you should now", "you will now", "you are to now"),),
+    "new instructions": ((" instruction",),),
+    "run this command": (("run ", "exec"), (" command", " script", " code")),
+    "shell command": (("rm -", "sudo ", "curl ", "chmod "),),
+    "as an ai": (
+        (
+            *(f"as {a} {who}" for a in ("a", "an") for who in ("ai", "assistant", "agent", "language model")),
+            *(f"dear {who}" for who in ("ai", "assistant", "agent")),
+        ),
+    ),
+    "system prompt": ((" prompt", "jailbreak", "developer "),),
+    "do not tell": ((" not ", "don't ", "never "), (" tell", " inform", " mention"), (" user",)),
 }
 
 
 @lru_cache(maxsize=4096)  # a packet is measured several times while it is fitted to its budget
 def instruction_cue(text: str) -> str | None:
     """The first cue (by position in ``text``) that makes it read like an instruction to an agent, else ``None``."""
-    lowered = text.lower() if text.isascii() else None  # case folding beyond ASCII: scan everything
+    spaced = " ".join(text.lower().split()) if _folds_plainly(text) else None  # else scan everything
     found = [
         (match.start(), name)
         for name, pattern in _PATTERNS
-        if (lowered is None or _may_match(lowered, name)) and (match := pattern.search(text))
+        if (spaced is None or _may_match(spaced, name)) and (match := pattern.search(text))
     ]
     return min(found)[1] if found else None
 
 
-def _may_match(lowered: str, cue: str) -> bool:
-    return all(any(word in lowered for word in group) for group in _NEEDED[cue])
+def _folds_plainly(text: str) -> bool:
+    """Whether no letter of ``text`` matches an ASCII letter of a cue only by case folding: then lower-casing
+    shows every match (a cue's letters are ASCII)."""
+    return text.isascii() or not any(letter in text for letter in _FOLDED_TO_ASCII)
+
+
+def _may_match(spaced: str, cue: str) -> bool:
+    return all(any(needle in spaced for needle in group) for group in _NEEDED[cue])

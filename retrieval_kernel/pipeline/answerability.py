@@ -590,8 +590,8 @@ class Judge:
         total = max(self.lexical.document_count() - unseen.passages, 1)
         weights: dict[str, float] = {}
         absent: set[str] = set()
-        for term in dict.fromkeys(terms):
-            frequency = self.lexical.passages_with(term, heading=True) - unseen.terms.get(term, 0)
+        for term, holding in self.lexical.passages_with_each(dict.fromkeys(terms), heading=True).items():
+            frequency = holding - unseen.terms.get(term, 0)
             if frequency == 0:
                 absent.add(term)
             weights[term] = math.log(1 + (total - frequency + 0.5) / (frequency + 0.5))

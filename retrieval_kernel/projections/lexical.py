@@ -14,7 +14,7 @@ import re
 import shutil
 import threading
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -477,13 +477,20 @@ class LexicalProjection:
 
     def passages_with(self, term: str, heading: bool = False) -> int:
         """How many live indexed passages hold ``term`` (an analyzed token) in their body (or heading)."""
+        return self.passages_with_each([term], heading)[term]
+
+    def passages_with_each(self, terms: Iterable[str], heading: bool = False) -> dict[str, int]:
+        """:meth:`passages_with` for each of ``terms``, from one look at the serving version."""
+        terms = list(terms)
+        fields = ("heading", "body") if heading else ("body",)
         try:
             if self._serving_version() is None:
-                return 0
-            return self._compiled_form().holding(term, ("heading", "body") if heading else ("body",))
+                return dict.fromkeys(terms, 0)
+            compiled = self._compiled_form()
+            return {term: compiled.holding(term, fields) for term in terms}
         except Exception:  # unreadable: reported by search and by problem()
             self.close()
-            return 0
+            return dict.fromkeys(terms, 0)
 
     def held_terms(self, terms: Sequence[str], passage_ids: Sequence[str]) -> list[set[str]] | None:
         """Which of ``terms`` each passage holds in its heading or body, read from the compiled form.
