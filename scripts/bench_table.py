@@ -59,6 +59,11 @@ def main(path: str) -> None:
             f"| {stage} | " + " | ".join(f"{f.get('stages_p50_ms', {}).get(stage, 0):g}" for f in runs.values()) + " |"
         )
     print(f"\ncold start: %load_ext {bench.get('load_ext_s')} s, first %context {bench.get('first_query_s')} s")
+    if "first_query_stages_ms" in bench:
+        stages_s = sum(bench["first_query_stages_ms"].values()) / 1000
+        print(f"of it in the query's stages: {stages_s:.2f} s (the rest opens the workspace and renders)")
+    if "first_query_again_s" in bench:
+        print(f"again: %load_ext {bench['load_ext_again_s']} s, first %context {bench['first_query_again_s']} s")
 
 
 if __name__ == "__main__":
