@@ -34,8 +34,8 @@ _PATTERNS = tuple((name, re.compile(pattern, re.IGNORECASE)) for name, pattern i
 # Text a match of each cue must contain (every group: at least one), once each run of whitespace is one
 # space: a word with the space the pattern demands beside it ("sudo " for ``\bsudo\s+``), or the
 # whole phrase ("rm -", "as an ai"). A text lacking them cannot match, so its pattern is not run:
-# most passages skip every scan. The spaces matter: "rm" is in "from" and "ai" in "said", and each scan costs about as
-# much as reading the text once.
+# most passages skip every scan. The spaces matter: "rm" is in "from" and "ai" in "said", and a
+# scan costs about as much as reading the text once.
 # The letters beyond ASCII that IGNORECASE matches to an ASCII one (every code point checked):
 # dotted capital I, dotless i, long s, the Kelvin sign.
 _FOLDED_TO_ASCII = ("\u0130", "\u0131", "\u017f", "\u212a")
