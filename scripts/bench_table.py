@@ -62,8 +62,11 @@ def main(path: str) -> None:
     if "first_query_stages_ms" in bench:
         stages_s = sum(bench["first_query_stages_ms"].values()) / 1000
         print(f"of it in the query's stages: {stages_s:.2f} s (the rest opens the workspace and renders)")
+    if "cold_start_waits" in bench:
+        print(f"what it waited for: {bench['cold_start_waits']}")
     if "first_query_again_s" in bench:
         print(f"again: %load_ext {bench['load_ext_again_s']} s, first %context {bench['first_query_again_s']} s")
+        print(f"what it waited for: {bench.get('cold_start_again_waits')}")
 
 
 if __name__ == "__main__":

@@ -64,3 +64,26 @@ def test_the_processor_record_names_the_vector_instructions_that_move_the_figure
     assert (with_vnni["model"], with_vnni["avx512"], with_vnni["vnni"]) == ("AMD EPYC 9R14", True, True)
     assert (without["model"], without["avx2"], without["avx512"], without["vnni"]) == ("AMD EPYC", True, False, False)
     assert bench.processor(tmp_path / "missing")["avx2"] is False
+
+
+def test_the_machine_state_reads_the_load_and_the_unwritten_data(tmp_path: Path) -> None:
+    meminfo, loadavg = tmp_path / "meminfo", tmp_path / "loadavg"
+    meminfo.write_text("MemTotal:       24000000 kB\nDirty:           3145728 kB\nWriteback:         10240 kB\n")
+    loadavg.write_text("2.50 1.20 0.80 3/400 12345\n")
+    assert bench._machine_state(meminfo, loadavg) == {"load_1min": 2.5, "dirty_mb": 3072.0, "writeback_mb": 10.0}
+    assert bench._machine_state(tmp_path / "none", tmp_path / "none") == {}
+
+
+@pytest.mark.slow
+def test_the_cold_start_says_what_its_first_query_waited_for(tmp_path: Path) -> None:
+    from retrieval_kernel.pipeline.workspace import Workspace
+
+    notes = tmp_path / "notes"
+    synthetic_notes(notes, 20)
+    with Workspace(notes, tmp_path / "store") as workspace:
+        workspace.index()
+    figures = bench.cold_start(notes, tmp_path / "store")
+    waits = figures["cold_start_waits"]
+    assert figures["first_query_s"] > 0 and figures["first_query_stages_ms"]["lexical"] > 0
+    assert waits["cpu_s"] > 0 and waits["ru_nvcsw"] + waits["ru_nivcsw"] > 0
+    assert set(waits) >= {"ru_inblock", "ru_majflt", "load_1min", "dirty_mb"}
