@@ -100,14 +100,32 @@ def test_a_new_embedder_loads_one_session_and_the_others_when_many_texts_come() 
     assert np.array_equal(together[:1], alone)
 
 
-def test_one_text_on_two_threads_gets_the_vector_one_thread_gives_bit_for_bit() -> None:
+def test_one_text_on_two_threads_gets_the_vector_one_thread_gives_bit_for_bit(monkeypatch) -> None:
     """The question's session splits rows and columns between two threads, never a sum: a text's vector
     is the same whether it is embedded alone (a question, a one-passage edit) or among many."""
+    monkeypatch.setattr(embedding, "SECOND_THREAD_ABOVE_MS", 0.0)  # every processor is "slow"
     ours = embedding.OnnxEmbedder(workers=1)
     assert ours._single.get_session_options().intra_op_num_threads == min(2, os.cpu_count() or 1)
     texts = [*TEXTS, "How long is the refund window for orders placed online?", "word " * 300]
     alone = np.concatenate([ours.embed([text]) for text in texts])
     assert np.array_equal(alone, ours.embed(texts))
+
+
+def test_the_question_session_takes_a_second_thread_only_where_one_thread_is_slow(monkeypatch) -> None:
+    probes: list[float] = []
+
+    def timed(action) -> float:
+        action()
+        probes.append(0.0)
+        return {"fast": 2.0, "slow": 15.0}[speed]
+
+    monkeypatch.setattr(embedding, "_timed", timed)
+    threads = {}
+    for speed in ("fast", "slow"):
+        ours = embedding.OnnxEmbedder(workers=1)
+        threads[speed] = ours._single.get_session_options().intra_op_num_threads
+    assert threads == {"fast": 1, "slow": min(2, os.cpu_count() or 1)}
+    assert len(probes) == (6 if (os.cpu_count() or 1) > 1 else 0)  # three timed runs each, after a first
 
 
 def test_the_weights_digest_is_remembered_until_the_file_changes(tmp_path: Path, monkeypatch) -> None:

@@ -28,8 +28,9 @@ import json
 import os
 import sys
 import threading
+import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -47,7 +48,12 @@ DIGEST_MEMO = "weights-digest.json"  # the packaged weights' digest, by path, si
 EMBEDDERS = ("onnx-int8", "torch")
 QUANTIZED = "int8-7bit"  # the quantized weights' form (see :func:`_quantize`)
 DEFAULT_EMBEDDER = "onnx-int8"
-QUERY_THREADS = 2  # intra-op threads of the session that embeds one text (a question)
+QUERY_THREADS = 2  # intra-op threads of the session that embeds one text (a question), where it pays
+# A question's run on one thread above this (ms) gets a second thread: 14.8 -> 9.3 ms on an AVX2-only
+# EPYC, whose int8 products are slow; on an AVX-512 VNNI Xeon one thread takes 2.1 ms and the second
+# thread's wake-up makes it 2.9 ms. Either way the vector is the same, bit for bit.
+SECOND_THREAD_ABOVE_MS = 5.0
+PROBE = "How long do we keep the signed approval records before they are archived?"  # a question's length
 
 
 def go_offline() -> None:
@@ -132,7 +138,8 @@ class TorchEmbedder:
 
 
 class OnnxEmbedder:
-    """MiniLM as int8 ONNX: a two-thread session for one text, a single-threaded session per worker for many."""
+    """MiniLM as int8 ONNX: a session for one text (two threads where one is slow), a single-threaded session per
+    worker for many."""
 
     name = f"{MODEL_NAME}:onnx-{QUANTIZED}"  # a store's vectors name it: other weights mean a rebuild
     dimension = DIMENSION
@@ -148,10 +155,6 @@ class OnnxEmbedder:
         self._new_session = lambda threads=1: onnxruntime.InferenceSession(
             str(model_file), _session_options(onnxruntime, threads), providers=["CPUExecutionProvider"]
         )
-        # A single text (a question) runs on two threads that sleep, not spin, between runs: 15.5 -> 9.5 ms
-        # a question on an AVX2 machine, the same vector bit for bit (rows and columns are split between
-        # the threads, never a sum). Many texts run one per single-threaded session, loaded when they come.
-        self._single = self._new_session(min(QUERY_THREADS, os.cpu_count() or 1))
         self._sessions: list[Any] = []
         self._free: list[int] = []
         self._lock = threading.Lock()
@@ -161,6 +164,19 @@ class OnnxEmbedder:
         tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
         self._tokenizer = tokenizer
         self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="rk-embed")
+        # Many texts run one per single-threaded session, loaded when they come.
+        self._single = self._question_session()
+
+    def _question_session(self) -> Any:
+        """The session that embeds a single text (a question, a one-passage edit): one thread, or two
+        that sleep, not spin, between runs where one thread is slow on this processor (timed on
+        :data:`PROBE`). Two threads split rows and columns, never a sum: the same vector bit for bit."""
+        single = self._new_session(1)
+        if min(QUERY_THREADS, os.cpu_count() or 1) < 2:
+            return single
+        self._run([PROBE], single)  # the first run allocates
+        fastest = min(_timed(lambda: self._run([PROBE], single)) for _ in range(3))
+        return single if fastest <= SECOND_THREAD_ABOVE_MS else self._new_session(QUERY_THREADS)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """One text per run: no padding, and a text's vector never depends on its neighbours.
@@ -211,6 +227,13 @@ class OnnxEmbedder:
         weights = mask[..., None].astype("float32")
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         return pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
+
+
+def _timed(action: Callable[[], Any]) -> float:
+    """Milliseconds ``action`` takes."""
+    started = time.perf_counter()
+    action()
+    return 1000 * (time.perf_counter() - started)
 
 
 def _session_options(onnxruntime: Any, threads: int) -> Any:
