@@ -15,7 +15,8 @@ sample of the same texts; warm ``%context`` latency (``Workspace.query``) p50/p9
 its time goes (by stage); each lane against its reference on the same tokens and vectors
 (``bm25s``, numpy exact cosine); the first query after a one-note edit; one-note refresh against
 a full rebuild; peak RSS. Cold start (``%load_ext`` and the first ``%context``) runs in a fresh
-interpreter, the package's bytecode compiled first as an install does. Ratios, not only times: these machines are shared and noisy.
+interpreter, the package's bytecode compiled first as an install does. Ratios, not only times: these
+machines are shared and noisy.
 """
 
 from __future__ import annotations
