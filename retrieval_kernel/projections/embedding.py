@@ -164,7 +164,7 @@ class OnnxEmbedder:
         tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
         self._tokenizer = tokenizer
         self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="rk-embed")
-        self._single = self._question_session()  # many texts run one per pooled session, loaded when they come
+        self._single = self._question_session()  # one text; many run one per pooled session, loaded when needed
 
     def _question_session(self) -> Any:
         """The session that embeds a single text (a question, a one-passage edit): one thread, or two
