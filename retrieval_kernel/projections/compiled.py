@@ -283,9 +283,9 @@ class CompiledLexicon:
         if extra is not None:
             parts_docs.append(np.asarray(extra[0], dtype=np.int64))
             parts_tfs.append(np.asarray(extra[1]))
-        if len(parts_docs) < 2:
-            return (parts_docs[0], parts_tfs[0]) if parts_docs else (np.zeros(0, dtype=np.int64), np.zeros(0))
-        return np.concatenate(parts_docs), np.concatenate(parts_tfs)
+        if not parts_docs:
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        return _joined_arrays(parts_docs), _joined_arrays(parts_tfs)
 
     def _counted(self, hidden: frozenset[str]) -> tuple[np.ndarray, int, dict[str, float]]:
         """The live passages not ``hidden``, how many, and each field's average exact length over them:
