@@ -1,6 +1,7 @@
 """Would a reader tell "the notes state it" from "the notes only talk about it"? A measurement, not shipped.
 
     .venv/bin/python scripts/reader_experiment.py [--epochs N] [--output FILE.json] [--save DIR] [--questions FILE]
+        [--test SUITE,SUITE,...]
 
 ``--save`` keeps the fine-tuned cross-encoder (a transformers folder); ``--questions`` writes each test
 question's judge confidence and per-passage scores as JSON lines, for studying a decision rule on them.
@@ -10,7 +11,7 @@ The answerability judge reads words, types and one sentence cosine. On three fre
 near misses: the notes talk about the asked thing and never state it. This script measures two
 readers on the policy suites already scored once (development data; a frozen suite, one without a
 receipt, is never read), trained on the older suites and tested on the seven newest
-(``TEST_SUITES``: other organisations, other authors):
+(``TEST_SUITES``, or the suites ``--test`` names: other organisations, other authors):
 
 - **a head on the shipped vectors**: logistic regression on ``q * s`` and ``|q - s|`` of the
   question's vector and the closest sentence's vector among the three leading passages (the
@@ -263,11 +264,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--output", type=Path)
     parser.add_argument("--save", type=Path, help="keep the fine-tuned cross-encoder in this folder")
     parser.add_argument("--questions", type=Path, help="write each test question's scores here (JSON lines)")
+    parser.add_argument(
+        "--test", default=",".join(TEST_SUITES), help="comma-separated scored suites to test on (the rest train)"
+    )
     args = parser.parse_args(argv)
     suites = scored_suites()
+    test_suites = tuple(args.test.split(","))
+    unknown = sorted(set(test_suites) - set(suites))
+    if unknown:
+        parser.error(f"not a scored policy suite: {', '.join(unknown)}")
     seen = collect(suites)
-    train = [s for s in seen if s.suite not in TEST_SUITES]
-    test = [s for s in seen if s.suite in TEST_SUITES]
+    train = [s for s in seen if s.suite not in test_suites]
+    test = [s for s in seen if s.suite in test_suites]
     answerable = np.array([s.answerable for s in test])
     answered = np.array([s.answered for s in test])
     confidence = np.array([s.confidence for s in test])
@@ -277,8 +285,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     reader_pairs = cross_encoder(train, test, args.epochs, args.save)
     reader = np.array([max(reader_pairs[i : i + len(s.leading)]) for i, s in zip(_offsets(test), test, strict=True)])
     report = {
-        "train_suites": [name for name in suites if name not in TEST_SUITES],
-        "test_suites": list(TEST_SUITES),
+        "train_suites": [name for name in suites if name not in test_suites],
+        "test_suites": list(test_suites),
         "train_questions": len(train),
         "train_pairs": len(pairs_of(train)),
         "test_questions": len(test),

@@ -17,6 +17,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from reader_experiment import scored_suites  # scripts/ is on sys.path when a script runs
+
 from retrieval_kernel.applicability.needs import need_parts, subject_terms
 from retrieval_kernel.evaluation.policy_eval import load_policy_questions, load_policy_suite
 from retrieval_kernel.evaluation.suites import indexed_workspace
@@ -68,6 +70,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("suites", nargs="+", help="policy suites under fixtures/ (scored ones only)")
     parser.add_argument("--bars", default="0.3,0.4,0.5,0.6", help="unmentioned shares that flag a packet")
     args = parser.parse_args(argv)
+    unscored = sorted(set(args.suites) - set(scored_suites()))
+    if unscored:
+        parser.error(f"not a scored policy suite (a frozen one is never read): {', '.join(unscored)}")
     rows = answered_questions(args.suites)
     answerable = sum(ok for ok, _, _ in rows)
     no_answer = len(rows) - answerable
