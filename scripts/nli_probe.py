@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
-from reader_experiment import TEST_SUITES, _auc, collect, pairs_of  # scripts/ is on sys.path when a script runs
+from reader_experiment import TEST_SUITES, _auc, _offsets, collect, pairs_of  # scripts/ is on sys.path
 from tokenizers import Tokenizer
 
 PAIR_TOKENS = 160  # the model's fixed input length
@@ -67,8 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     labels = np.array([label for _, _, label in pairs])
     judge_pairs = np.array([probability for s in seen for _, _, probability in s.leading])
-    ends = np.cumsum([len(s.leading) for s in seen])
-    best = np.array([part.max() for part in np.split(nli, ends[:-1])])
+    best = np.array([max(nli[i : i + len(s.leading)]) for i, s in zip(_offsets(seen), seen, strict=True)])
     answerable = np.array([s.answerable for s in seen])
     confidence = np.array([s.confidence for s in seen])
     answered = np.array([s.answered for s in seen])

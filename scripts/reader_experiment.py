@@ -33,7 +33,7 @@ import random
 import re
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +45,7 @@ from sklearn.metrics import roc_auc_score
 
 from retrieval_kernel.evaluation.policy_eval import load_policy_questions, load_policy_suite
 from retrieval_kernel.evaluation.suites import indexed_workspace
+from retrieval_kernel.output.packet import Packet
 from retrieval_kernel.pipeline.answerability import Judgement
 from retrieval_kernel.pipeline.workspace import Workspace
 
@@ -76,6 +77,23 @@ def scored_suites() -> list[str]:
     return ["policy", *scored("policy-holdout")]
 
 
+def asked(suites: Sequence[str]) -> Iterator[tuple[str, dict[str, Any], Workspace, Packet]]:
+    """Each answerable or no-answer question of each suite, asked of its indexed notes as the suite's eval asks
+    it: ``(suite, question row, workspace, packet)``."""
+    for name in suites:
+        suite = load_policy_suite(FIXTURES / name)
+        with indexed_workspace(suite.notes_dir, None, ("identity", "lexical", "dense"), None) as workspace:
+            for row in load_policy_questions(suite.questions_path):
+                if row["expected_abstention"] not in (None, "no_relevant_evidence"):
+                    continue
+                packet = workspace.query(
+                    row["question"], as_of=row["as_of"], scopes=row["scopes"], intent=row["intent"],
+                    top=suite.top, refresh=False, max_chars=suite.budget,
+                )  # fmt: skip
+                yield name, row, workspace, packet
+        print(f"asked {name}", file=sys.stderr, flush=True)
+
+
 def collect(suites: Sequence[str]) -> list[Seen]:
     """Ask every answerable or no-answer question of each suite, keeping what the judge saw."""
     seen: list[Seen] = []
@@ -89,36 +107,23 @@ def collect(suites: Sequence[str]) -> list[Seen]:
 
     Workspace._judge = spy  # type: ignore[method-assign]
     try:
-        for name in suites:
-            suite = load_policy_suite(FIXTURES / name)
-            with indexed_workspace(suite.notes_dir, None, ("identity", "lexical", "dense"), None) as workspace:
-                for row in load_policy_questions(suite.questions_path):
-                    if row["expected_abstention"] not in (None, "no_relevant_evidence"):
-                        continue
-                    captured.clear()
-                    packet = workspace.query(
-                        row["question"], as_of=row["as_of"], scopes=row["scopes"], intent=row["intent"],
-                        top=suite.top, refresh=False, max_chars=suite.budget,
-                    )  # fmt: skip
-                    judged: Judgement | None = captured.get("judgement")
-                    if judged is None or not captured["ranked"]:
-                        continue
-                    below = packet.abstained and packet.abstention_reason == "below_threshold"
-                    seen.append(
-                        Seen(
-                            name,
-                            row["question"],
-                            row["expected_abstention"] is None,
-                            frozenset(row["must_admit"]),
-                            not packet.abstained,
-                            0.0 if judged.overruled or below else judged.confidence,
-                            [
-                                (c.id, _read_as(c.stored.passage), judged.probabilities.get(c.id, 0.0))
-                                for c in captured["ranked"]
-                            ],
-                        )
-                    )
-            print(f"asked {name}", file=sys.stderr, flush=True)
+        for name, row, _, packet in asked(suites):
+            judged: Judgement | None = captured.pop("judgement", None)  # popped: the next question starts empty
+            leading: list[Any] = captured.pop("ranked", [])
+            if judged is None or not leading:
+                continue
+            below = packet.abstained and packet.abstention_reason == "below_threshold"
+            seen.append(
+                Seen(
+                    name,
+                    row["question"],
+                    row["expected_abstention"] is None,
+                    frozenset(row["must_admit"]),
+                    not packet.abstained,
+                    0.0 if judged.overruled or below else judged.confidence,
+                    [(c.id, _read_as(c.stored.passage), judged.probabilities.get(c.id, 0.0)) for c in leading],
+                )
+            )
     finally:
         Workspace._judge = judge  # type: ignore[method-assign]
     return seen

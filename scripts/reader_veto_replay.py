@@ -83,19 +83,28 @@ def blend(bar: float) -> Decision:
     return decide
 
 
-def replayed(suite: str, scores: dict[Key, float], decide: Decision) -> tuple[int, int, int, Counter[str]]:
-    """``(expected abstentions, abstentions, right abstentions, changes)`` of ``suite`` with ``decide`` applied;
-    ``changes`` counts the questions whose outcome changed, by what was expected of them."""
+def scored_outcomes(suite: str) -> list[tuple[Key, str | None, bool, str | None]]:
+    """Each question of ``suite``'s scored-once receipt: ``(key, expected abstention, abstained, reason)``."""
     receipt_path = sorted((FIXTURES / suite / "receipts").glob("*scored-once*.json"))[0]
     receipt = json.loads(receipt_path.read_text(encoding="utf-8"))
     lines = (FIXTURES / suite / "questions.jsonl").read_text(encoding="utf-8").splitlines()
     texts = {row["id"]: row["question"] for row in map(json.loads, filter(str.strip, lines))}
+    return [
+        ((suite, texts[q["id"]]), q["expected_abstention"], q["abstained"], q["abstention_reason"])
+        for q in receipt["questions"]
+    ]
+
+
+def replayed(
+    outcomes: Sequence[tuple[Key, str | None, bool, str | None]], scores: dict[Key, float], decide: Decision
+) -> tuple[int, int, int, Counter[str]]:
+    """``(expected abstentions, abstentions, right abstentions, changes)`` of one suite's ``outcomes`` with
+    ``decide`` applied; ``changes`` counts the questions whose outcome changed, by what was expected of them."""
     expected = abstained = right = 0
     changes: Counter[str] = Counter()
-    for question in receipt["questions"]:
-        wanted, abstains = question["expected_abstention"], question["abstained"]
-        score = scores.get((suite, texts[question["id"]]))
-        decided = None if score is None else decide(score, abstains, question["abstention_reason"])
+    for key, wanted, abstains, reason in outcomes:
+        score = scores.get(key)
+        decided = None if score is None else decide(score, abstains, reason)
         if decided is not None and decided != abstains:
             kind = "answerable" if wanted is None else "no-answer"
             changes[f"{kind} {'emptied' if decided else 'answered'}"] += 1
@@ -119,9 +128,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     scores = blended(rows) if args.blend else reader_scores(rows)
     default = "0.3,0.4,0.5,0.6,0.7,0.8" if args.blend else "0,0.02,0.05,0.07,0.1,0.2"
     suites = sorted({suite for suite, _ in scores}, key=lambda name: (len(name), name))
+    outcomes = [scored_outcomes(suite) for suite in suites]  # read once, replayed at every bar
     for bar in (float(b) for b in (args.bars or default).split(",")):
         decide = blend(bar) if args.blend else veto(bar, args.rescue)
-        figures = [replayed(suite, scores, decide) for suite in suites]
+        figures = [replayed(suite_outcomes, scores, decide) for suite_outcomes in outcomes]
         expected, abstained, right = (sum(f[i] for f in figures) for i in range(3))
         changes = sum((f[3] for f in figures), Counter())
         each = " ".join(f"{r / a:.3f}/{r / e:.3f}" for e, a, r, _ in figures)

@@ -15,17 +15,12 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
-from reader_experiment import scored_suites  # scripts/ is on sys.path when a script runs
+from reader_experiment import asked, scored_suites  # scripts/ is on sys.path when a script runs
 
 from retrieval_kernel.applicability.needs import need_parts, subject_terms
-from retrieval_kernel.evaluation.policy_eval import load_policy_questions, load_policy_suite
-from retrieval_kernel.evaluation.suites import indexed_workspace
 from retrieval_kernel.pipeline.answerability import _words
 from retrieval_kernel.pipeline.workspace import Workspace
-
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
 def unmentioned(workspace: Workspace, question: str, held: frozenset[str]) -> tuple[float, bool]:
@@ -46,22 +41,12 @@ def unmentioned(workspace: Workspace, question: str, held: frozenset[str]) -> tu
 def answered_questions(suites: Sequence[str]) -> list[tuple[bool, float, bool]]:
     """``(answerable, worst unmentioned share, unknown word)`` for each question ``%context`` answers."""
     rows = []
-    for name in suites:
-        suite = load_policy_suite(FIXTURES / name)
-        with indexed_workspace(suite.notes_dir, None, ("identity", "lexical", "dense"), None) as workspace:
-            for row in load_policy_questions(suite.questions_path):
-                if row["expected_abstention"] not in (None, "no_relevant_evidence"):
-                    continue
-                packet = workspace.query(
-                    row["question"], as_of=row["as_of"], scopes=row["scopes"], intent=row["intent"],
-                    top=suite.top, refresh=False, max_chars=suite.budget,
-                )  # fmt: skip
-                if packet.abstained or not packet.evidence:
-                    continue
-                stored = workspace.passages([item.id for item in packet.evidence]).values()
-                held = frozenset().union(*(_words(passage) for passage in stored))
-                rows.append((row["expected_abstention"] is None, *unmentioned(workspace, row["question"], held)))
-        print(f"asked {name}", file=sys.stderr, flush=True)
+    for _, row, workspace, packet in asked(suites):
+        if packet.abstained or not packet.evidence:
+            continue
+        stored = workspace.passages([item.id for item in packet.evidence]).values()
+        held = frozenset().union(*(_words(passage) for passage in stored))
+        rows.append((row["expected_abstention"] is None, *unmentioned(workspace, row["question"], held)))
     return rows
 
 
